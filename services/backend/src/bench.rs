@@ -1,0 +1,170 @@
+//! `lumina-backend bench …`: the measurements behind `docs/benchmarks.md`. Benchmarks are
+//! commands, not tests: nothing here gates CI.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Subcommand;
+use lumina_client::{Client, Notification};
+use lumina_config::{AppRoot, Env};
+use lumina_journal::sqlite::SqliteJournal;
+use lumina_protocol::methods::SessionCreateParams;
+use lumina_protocol::{Event, WS_PATH};
+
+use crate::local::{self, LocalOptions};
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// SQLite journal: single append, batched append and replay throughput.
+    Journal {
+        #[arg(long, default_value_t = 100_000)]
+        events: usize,
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
+        #[arg(long, default_value_t = 200)]
+        payload_bytes: usize,
+        /// Directory for the database (default: a temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+    },
+    /// Journal-append-to-client latency over WebSocket with many concurrent sessions.
+    Latency {
+        #[arg(long, default_value_t = 100)]
+        sessions: usize,
+        #[arg(long, default_value_t = 100)]
+        events_per_session: usize,
+    },
+}
+
+pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
+    match command {
+        BenchCommand::Journal {
+            events,
+            batch,
+            payload_bytes,
+            dir,
+        } => {
+            let tmp = tempfile::tempdir()?;
+            let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
+            let store =
+                SqliteJournal::open(dir.join("sessions"), lumina_journal::bench::BENCH_TENANT)?;
+            let report =
+                lumina_journal::bench::run(Arc::new(store), events, batch, payload_bytes).await?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(())
+        }
+        BenchCommand::Latency {
+            sessions,
+            events_per_session,
+        } => latency(sessions, events_per_session).await,
+    }
+}
+
+/// Starts a local backend in-process, subscribes one WebSocket client per session, appends
+/// events through each session's journal writer and measures append-start → client-receipt.
+async fn latency(sessions: usize, per_session: usize) -> anyhow::Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let env = Env::from_pairs(Vec::<(String, String)>::new());
+    let backend = local::build(&LocalOptions {
+        app_root: AppRoot::new(tmp.path().join("app")),
+        env,
+        port: 0,
+        project_root: tmp.path().to_path_buf(),
+    })
+    .await?;
+    let url = format!("ws://{}{}", backend.addr, WS_PATH);
+    let state = backend.state.clone();
+    let server = tokio::spawn(crate::server::serve(backend.listener, state.clone()));
+
+    let starts: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let mut receivers = Vec::new();
+    let mut writers = Vec::new();
+    for _ in 0..sessions {
+        let info = state
+            .runtime
+            .create_session(SessionCreateParams {
+                project_root: Some(tmp.path().display().to_string()),
+                title: Some("bench".into()),
+            })
+            .await?;
+        let (client, mut notes) = Client::connect(&url, Some(&backend.token)).await?;
+        let resumed = client.session_resume(&info.id, 0).await?;
+        let head = resumed.head_seq;
+        let starts_rx = starts.clone();
+        receivers.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(per_session);
+            while latencies.len() < per_session {
+                match notes.recv().await {
+                    Some(Notification::Event(frame)) if frame.seq > head => {
+                        if let Event::Warning { message, .. } = &frame.event {
+                            let started =
+                                starts_rx.lock().ok().and_then(|m| m.get(message).copied());
+                            if let Some(started) = started {
+                                latencies.push(started.elapsed());
+                            }
+                        }
+                    }
+                    Some(_) => {}
+                    None => break,
+                }
+            }
+            drop(client);
+            latencies
+        }));
+        writers.push(state.runtime.session(&info.id).await?);
+    }
+    let wall = Instant::now();
+    let mut tasks = Vec::new();
+    for (s, session) in writers.into_iter().enumerate() {
+        let starts = starts.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..per_session {
+                let message = format!("bench-{s}-{i}");
+                if let Ok(mut m) = starts.lock() {
+                    m.insert(message.clone(), Instant::now());
+                }
+                session
+                    .journal()
+                    .append(vec![Event::Warning {
+                        code: "bench".into(),
+                        message,
+                        run_id: None,
+                    }])
+                    .await?;
+                // Spread the load like real sessions do (a few events per model step).
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await.context("writer task")??;
+    }
+    let mut all: Vec<Duration> = Vec::new();
+    for r in receivers {
+        all.extend(r.await.context("receiver task")?);
+    }
+    let elapsed = wall.elapsed();
+    state.shutdown.cancel();
+    let _ = server.await;
+    all.sort();
+    let pct = |p: f64| -> f64 {
+        if all.is_empty() {
+            return 0.0;
+        }
+        let idx = ((all.len() as f64 - 1.0) * p).round() as usize;
+        all[idx].as_secs_f64() * 1000.0
+    };
+    let report = serde_json::json!({
+        "sessions": sessions,
+        "events_per_session": per_session,
+        "events_received": all.len(),
+        "events_per_second": all.len() as f64 / elapsed.as_secs_f64(),
+        "latency_ms": { "p50": pct(0.50), "p99": pct(0.99), "max": pct(1.0) },
+    });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}

@@ -1,0 +1,11 @@
+//! `lumina-backend`: the agent runtime's server. This crate wires concrete parts together
+//! (SQLite journal for the local profile), serves protocol v3 over WebSocket, and owns the
+//! process concerns: the endpoint file, signals, logging, benchmarks.
+
+pub mod auth;
+pub mod bench;
+pub mod endpoint;
+pub mod local;
+pub mod rpc;
+pub mod server;
+pub mod ws;

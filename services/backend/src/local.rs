@@ -1,0 +1,151 @@
+//! The local profile (SYSTEM §2): one process, SQLite, 127.0.0.1 on a free port, a random
+//! bearer token, and `<AppRoot>/state/run/backend.json` so clients can find it.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use lumina_config::{AppRoot, Env};
+use lumina_journal::sqlite::SqliteJournal;
+use lumina_journal::LOCAL_FENCE;
+use lumina_protocol::methods::ServerInfo;
+use lumina_protocol::{PROTOCOL_VERSION, WS_PATH};
+use lumina_runtime::{Runtime, RuntimeOptions};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use crate::auth::LocalAuth;
+use crate::endpoint::{self, Endpoint};
+use crate::server::{self, AppState};
+
+/// What `serve` needs.
+#[derive(Debug, Clone)]
+pub struct LocalOptions {
+    pub app_root: AppRoot,
+    pub env: Env,
+    /// Port to bind on 127.0.0.1 (0 = any free port).
+    pub port: u16,
+    /// Project root for sessions created without one.
+    pub project_root: PathBuf,
+}
+
+/// A local backend ready to serve.
+pub struct LocalBackend {
+    pub state: Arc<AppState>,
+    pub listener: TcpListener,
+    pub addr: SocketAddr,
+    pub token: String,
+}
+
+/// Opens the journal, recovers interrupted sessions and binds the listener.
+pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
+    let app_root = &options.app_root;
+    app_root
+        .ensure_dirs()
+        .with_context(|| format!("cannot create the AppRoot at {}", app_root.path().display()))?;
+    let settings = lumina_config::load(app_root, None, &options.env, &Default::default())
+        .context("cannot load settings")?;
+    let store = SqliteJournal::open(app_root.sessions_dir(), "local")
+        .context("cannot open the session journal")?;
+    let runtime = Runtime::new(
+        RuntimeOptions {
+            app_root: app_root.clone(),
+            env: options.env.clone(),
+            tenant: "local".into(),
+            fence: LOCAL_FENCE,
+            default_project_root: options.project_root.clone(),
+        },
+        Arc::new(store),
+        lumina_tools::builtin_registry(),
+    );
+    let recovered = runtime
+        .recover_all()
+        .await
+        .context("crash recovery failed")?;
+    if recovered > 0 {
+        tracing::info!(
+            sessions = recovered,
+            "recovered sessions left open by a previous run"
+        );
+    }
+    let listener = TcpListener::bind(("127.0.0.1", options.port))
+        .await
+        .context("cannot bind 127.0.0.1")?;
+    let addr = listener.local_addr()?;
+    let token = LocalAuth::generate_token();
+    let state = Arc::new(AppState {
+        runtime,
+        auth: LocalAuth::new(token.clone()),
+        info: ServerInfo {
+            name: "lumina-backend".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            profile: "local".into(),
+            instance_id: format!("local-{}", std::process::id()),
+            max_frame_bytes: settings.max_frame_bytes,
+        },
+        max_frame_bytes: settings.max_frame_bytes,
+        shutdown: CancellationToken::new(),
+    });
+    Ok(LocalBackend {
+        state,
+        listener,
+        addr,
+        token,
+    })
+}
+
+/// `lumina-backend serve`: runs until SIGINT/SIGTERM or `admin.shutdown`, then interrupts
+/// running work, journals it, and removes the endpoint file.
+pub async fn serve(options: LocalOptions) -> anyhow::Result<()> {
+    let backend = build(&options).await?;
+    let endpoint_path = options.app_root.backend_file();
+    let pid = std::process::id();
+    endpoint::claim(
+        &endpoint_path,
+        &Endpoint {
+            url: format!("ws://{}{}", backend.addr, WS_PATH),
+            token: backend.token.clone(),
+            pid,
+            protocol: PROTOCOL_VERSION,
+            started_at: lumina_journal::now_ms(),
+        },
+    )?;
+    tracing::info!(addr = %backend.addr, pid, "local backend listening");
+    let state = backend.state.clone();
+    let signals = tokio::spawn(wait_for_signal(state.shutdown.clone()));
+    let served = server::serve(backend.listener, state.clone()).await;
+    signals.abort();
+    stop_runs(&state).await;
+    endpoint::release(&endpoint_path, pid);
+    served.context("server error")?;
+    tracing::info!("local backend stopped");
+    Ok(())
+}
+
+/// Interrupts running runs and waits (bounded) for them to journal their end.
+pub async fn stop_runs(state: &AppState) {
+    state.runtime.cancel_all().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while state.runtime.any_running().await && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+async fn wait_for_signal(shutdown: CancellationToken) {
+    use tokio::signal::unix::{signal, SignalKind};
+    let (Ok(mut term), Ok(mut int)) = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    ) else {
+        tracing::warn!("cannot install signal handlers; stop with admin.shutdown");
+        return;
+    };
+    tokio::select! {
+        _ = term.recv() => tracing::info!("sigterm: shutting down"),
+        _ = int.recv() => tracing::info!("sigint: shutting down"),
+        _ = shutdown.cancelled() => {}
+    }
+    shutdown.cancel();
+}

@@ -1,0 +1,174 @@
+//! One WebSocket connection: frame validation (size, UTF-8, JSON), concurrent request
+//! handling, and the connection's session subscriptions. Bad frames get an error frame; the
+//! connection and every other session carry on.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use axum::extract::ws::{Message, WebSocket};
+use futures::{SinkExt, StreamExt};
+use lumina_protocol::methods::Identity;
+use lumina_protocol::{ClientFrame, ErrorCode, ErrorObject, ServerFrame};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+use crate::rpc;
+use crate::server::AppState;
+
+/// Per-connection context shared by its request tasks.
+pub struct Conn {
+    pub state: Arc<AppState>,
+    pub identity: Identity,
+    /// Frames to send, in order.
+    pub out: mpsc::Sender<ServerFrame>,
+    /// session_id → the task forwarding its events.
+    pub subscriptions: Mutex<HashMap<String, JoinHandle<()>>>,
+}
+
+impl Conn {
+    pub async fn send(&self, frame: ServerFrame) {
+        // A closed writer means the client went away; nothing more to do.
+        let _ = self.out.send(frame).await;
+    }
+
+    pub fn replace_subscription(&self, session_id: &str, task: JoinHandle<()>) {
+        let mut subs = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(old) = subs.insert(session_id.to_string(), task) {
+            old.abort();
+        }
+    }
+}
+
+impl Drop for Conn {
+    fn drop(&mut self) {
+        let subs = self
+            .subscriptions
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner());
+        for (_, task) in subs.drain() {
+            task.abort();
+        }
+    }
+}
+
+pub async fn connection(socket: WebSocket, state: Arc<AppState>, identity: Identity) {
+    let (mut sink, mut stream) = socket.split();
+    let (out_tx, mut out_rx) = mpsc::channel::<ServerFrame>(1024);
+    let writer = tokio::spawn(async move {
+        while let Some(frame) = out_rx.recv().await {
+            let text = match serde_json::to_string(&frame) {
+                Ok(t) => t,
+                Err(err) => {
+                    tracing::error!(error = %err, "unserializable frame dropped");
+                    continue;
+                }
+            };
+            if sink.send(Message::Text(text.into())).await.is_err() {
+                break;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let conn = Arc::new(Conn {
+        state: state.clone(),
+        identity,
+        out: out_tx,
+        subscriptions: Mutex::new(HashMap::new()),
+    });
+    tracing::debug!("websocket connected");
+    let shutdown = state.shutdown.clone();
+    loop {
+        let message = tokio::select! {
+            m = stream.next() => m,
+            _ = shutdown.cancelled() => break,
+        };
+        let text = match message {
+            None | Some(Ok(Message::Close(_))) => break,
+            Some(Ok(Message::Text(text))) => text.as_str().to_owned(),
+            Some(Ok(Message::Binary(bytes))) => match String::from_utf8(bytes.to_vec()) {
+                Ok(text) => text,
+                Err(_) => {
+                    reject(&conn, ErrorCode::InvalidUtf8, "frame is not valid UTF-8").await;
+                    continue;
+                }
+            },
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            Some(Err(err)) => {
+                // Invalid UTF-8 in a text frame fails the read and ends the WebSocket; say why
+                // first. (Binary frames are checked by us and keep the connection.)
+                let utf8 = err.to_string().to_ascii_lowercase().contains("utf-8");
+                let (code, message) = if utf8 {
+                    (ErrorCode::InvalidUtf8, "text frame is not valid UTF-8")
+                } else {
+                    (ErrorCode::ParseError, "unreadable frame")
+                };
+                reject(&conn, code, message).await;
+                tracing::debug!(error = %err, "websocket read error; closing");
+                break;
+            }
+        };
+        if text.len() > state.max_frame_bytes {
+            let message = format!(
+                "frame of {} bytes exceeds the limit of {} bytes",
+                text.len(),
+                state.max_frame_bytes
+            );
+            reject(&conn, ErrorCode::FrameTooLarge, &message).await;
+            continue;
+        }
+        let frame = match parse_frame(&text) {
+            Ok(frame) => frame,
+            Err((id, error)) => {
+                conn.send(ServerFrame::Error { id, error }).await;
+                continue;
+            }
+        };
+        let conn = conn.clone();
+        tokio::spawn(async move { rpc::handle(conn, frame).await });
+    }
+    drop(conn);
+    let _ = writer.await;
+    tracing::debug!("websocket closed");
+}
+
+async fn reject(conn: &Conn, code: ErrorCode, message: &str) {
+    conn.send(ServerFrame::Error {
+        id: None,
+        error: ErrorObject::new(code, message),
+    })
+    .await;
+}
+
+/// Parses a request frame; on failure returns the id when one could be read.
+fn parse_frame(text: &str) -> Result<ClientFrame, (Option<String>, ErrorObject)> {
+    let value: serde_json::Value = serde_json::from_str(text).map_err(|e| {
+        (
+            None,
+            ErrorObject::new(ErrorCode::ParseError, format!("malformed JSON: {e}")),
+        )
+    })?;
+    let id = value.get("id").and_then(|v| v.as_str()).map(str::to_owned);
+    serde_json::from_value::<ClientFrame>(value).map_err(|e| {
+        (
+            id,
+            ErrorObject::new(
+                ErrorCode::ParseError,
+                format!("not a request object (needs string `id` and `method`): {e}"),
+            ),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parse_errors_keep_the_id_when_possible() {
+        assert_eq!(parse_frame("{").unwrap_err().0, None);
+        let (id, err) = parse_frame(r#"{"id":"x","params":{}}"#).unwrap_err();
+        assert_eq!(id.as_deref(), Some("x"));
+        assert_eq!(err.code, ErrorCode::ParseError);
+        assert!(parse_frame(r#"{"id":"x","method":"hello"}"#).is_ok());
+    }
+}

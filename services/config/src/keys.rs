@@ -1,0 +1,253 @@
+//! The table of settings: each key's type, which keys have a closed set of values, which
+//! are also read from `LLM_*`, and which the project defaults may not set. Parsing and
+//! checking of single values lives here; how layers combine lives in `layers`.
+
+use serde_json::{Number, Value};
+
+/// The type of one setting, used to parse environment strings and check every layer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Str,
+    Secret,
+    Bool,
+    U64,
+    U32,
+    Usize,
+    Fraction,
+    Permissions,
+}
+
+/// Every setting of [`crate::Settings`], in declaration order.
+pub(crate) const KEYS: &[(&str, Kind)] = &[
+    ("api_key", Kind::Secret),
+    ("api_base_url", Kind::Str),
+    ("api_model", Kind::Str),
+    ("api_type", Kind::Str),
+    ("max_tokens", Kind::U64),
+    ("max_output_tokens", Kind::U32),
+    ("fallback_api_enabled", Kind::Bool),
+    ("fallback_api_key", Kind::Secret),
+    ("fallback_api_base_url", Kind::Str),
+    ("fallback_api_model", Kind::Str),
+    ("fallback_api_type", Kind::Str),
+    ("permission_mode", Kind::Str),
+    ("permissions", Kind::Permissions),
+    ("session_runtime_backend", Kind::Str),
+    ("max_frame_bytes", Kind::Usize),
+    ("shell_timeout_ms", Kind::U64),
+    ("shell_max_timeout_ms", Kind::U64),
+    ("tool_output_cap_bytes", Kind::Usize),
+    ("model_max_retries", Kind::U32),
+    ("model_idle_timeout_ms", Kind::U64),
+    ("compaction_threshold", Kind::Fraction),
+    ("cluster_id", Kind::Str),
+    ("instance_id", Kind::Str),
+    ("cluster_listen_addr", Kind::Str),
+    ("cluster_advertise_addr", Kind::Str),
+    ("redis_url", Kind::Secret),
+    ("postgres_url", Kind::Secret),
+    ("jwt_issuer", Kind::Str),
+    ("jwt_audience", Kind::Str),
+    ("jwt_jwks_url", Kind::Str),
+    ("jwt_jwks_file", Kind::Str),
+    ("memory_fabric_store", Kind::Str),
+];
+
+/// Keys also read from `LLM_<KEY>`: only the model settings, so that another tool's
+/// `LLM_*` variables cannot change permissions or cluster wiring.
+pub(crate) const LLM_ALIASED: &[&str] = &[
+    "api_key",
+    "api_base_url",
+    "api_model",
+    "api_type",
+    "max_tokens",
+    "max_output_tokens",
+    "fallback_api_enabled",
+    "fallback_api_key",
+    "fallback_api_base_url",
+    "fallback_api_model",
+    "fallback_api_type",
+];
+
+const API_TYPES: &[(&str, &str)] = &[
+    ("anthropic", "anthropic"),
+    ("openai_compatible", "openai_compatible"),
+    ("openai-compatible", "openai_compatible"),
+    ("openai", "openai_compatible"),
+    ("auto", "auto"),
+];
+
+/// Settings with a closed set of values: accepted spellings and their canonical form.
+pub(crate) const CHOICES: &[(&str, &[(&str, &str)])] = &[
+    ("api_type", API_TYPES),
+    ("fallback_api_type", API_TYPES),
+    (
+        "permission_mode",
+        &[
+            ("ask", "ask"),
+            ("default", "ask"),
+            ("accept-edits", "accept-edits"),
+            ("accept_edits", "accept-edits"),
+            ("acceptedits", "accept-edits"),
+            ("bypass", "bypass"),
+            ("bypasspermissions", "bypass"),
+        ],
+    ),
+    (
+        "session_runtime_backend",
+        &[("local", "local"), ("cluster", "cluster")],
+    ),
+];
+
+/// Keys the project defaults file may not set, with the reason given in the warning.
+pub(crate) const PROJECT_DENIED: &[(&str, &str)] = &[
+    (
+        "api_key",
+        "secrets come only from user settings, environment or flags",
+    ),
+    (
+        "fallback_api_key",
+        "secrets come only from user settings, environment or flags",
+    ),
+    (
+        "redis_url",
+        "secrets come only from user settings, environment or flags",
+    ),
+    (
+        "postgres_url",
+        "secrets come only from user settings, environment or flags",
+    ),
+    (
+        "api_base_url",
+        "a project may not choose where the user's API key is sent",
+    ),
+    (
+        "fallback_api_base_url",
+        "a project may not choose where the user's API key is sent",
+    ),
+];
+
+/// The names of all settings, e.g. for documentation and `config` listings.
+pub fn setting_keys() -> impl Iterator<Item = &'static str> {
+    KEYS.iter().map(|(key, _)| *key)
+}
+pub(crate) fn kind_of(key: &str) -> Option<Kind> {
+    KEYS.iter().find(|(k, _)| *k == key).map(|(_, kind)| *kind)
+}
+
+/// The value in canonical form, or a description of what was expected. `null` is always
+/// accepted: it resets the setting to its default.
+pub(crate) fn check_value(
+    key: &str,
+    kind: Kind,
+    value: Value,
+) -> std::result::Result<Value, String> {
+    let ok = match (&value, kind) {
+        (Value::Null, _) => true,
+        (Value::String(s), Kind::Str) => {
+            if let Some((_, choices)) = CHOICES.iter().find(|(k, _)| *k == key) {
+                let wanted = s.trim().to_ascii_lowercase();
+                return choices
+                    .iter()
+                    .find(|(alias, _)| *alias == wanted)
+                    .map(|(_, canonical)| Value::String((*canonical).to_string()))
+                    .ok_or_else(|| describe(key, kind));
+            }
+            true
+        }
+        (Value::String(_), Kind::Secret) => true,
+        (Value::Bool(_), Kind::Bool) => true,
+        (Value::Number(n), Kind::U64) => n.as_u64().is_some(),
+        (Value::Number(n), Kind::U32) => n.as_u64().is_some_and(|v| u32::try_from(v).is_ok()),
+        (Value::Number(n), Kind::Usize) => n.as_u64().is_some_and(|v| usize::try_from(v).is_ok()),
+        (Value::Number(n), Kind::Fraction) => n.as_f64().is_some_and(|v| v > 0.0 && v <= 1.0),
+        (Value::Object(map), Kind::Permissions) => {
+            ["allow", "deny"].iter().all(|list| match map.get(*list) {
+                None | Some(Value::Null) => true,
+                Some(Value::Array(items)) => items.iter().all(Value::is_string),
+                Some(_) => false,
+            })
+        }
+        _ => false,
+    };
+    if ok {
+        Ok(value)
+    } else {
+        Err(describe(key, kind))
+    }
+}
+
+pub(crate) fn describe(key: &str, kind: Kind) -> String {
+    if let Some((_, choices)) = CHOICES.iter().find(|(k, _)| *k == key) {
+        let mut canonical: Vec<&str> = Vec::new();
+        for (_, c) in choices.iter() {
+            if !canonical.contains(c) {
+                canonical.push(c);
+            }
+        }
+        return format!("one of {}", canonical.join(", "));
+    }
+    match kind {
+        Kind::Str | Kind::Secret => "a string".into(),
+        Kind::Bool => "true or false".into(),
+        Kind::U64 => format!("a whole number from 0 to {}", u64::MAX),
+        Kind::U32 => format!("a whole number from 0 to {}", u32::MAX),
+        Kind::Usize => format!("a whole number from 0 to {}", usize::MAX),
+        Kind::Fraction => "a number greater than 0 and at most 1".into(),
+        Kind::Permissions => {
+            "an object with string lists `allow` and `deny`, e.g. {\"deny\": [\"shell\"]}".into()
+        }
+    }
+}
+
+pub(crate) fn parse_env_value(kind: Kind, raw: &str) -> Option<Value> {
+    match kind {
+        Kind::Str | Kind::Secret => Some(Value::String(raw.to_string())),
+        Kind::Bool => match raw.to_ascii_lowercase().as_str() {
+            "true" | "1" | "yes" | "on" => Some(Value::Bool(true)),
+            "false" | "0" | "no" | "off" => Some(Value::Bool(false)),
+            _ => None,
+        },
+        Kind::U64 | Kind::U32 | Kind::Usize => {
+            raw.parse::<u64>().ok().map(|n| Value::Number(n.into()))
+        }
+        Kind::Fraction => raw
+            .parse::<f64>()
+            .ok()
+            .and_then(Number::from_f64)
+            .map(Value::Number),
+        Kind::Permissions => serde_json::from_str(raw).ok(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Settings;
+
+    /// The key table and the struct must describe the same settings: serde lists the
+    /// struct's fields when it meets an unknown one.
+    #[test]
+    fn key_table_matches_struct_fields() {
+        let probe = serde_json::json!({ "__probe__": 1 });
+        let err = serde_json::from_value::<Settings>(probe)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        let fields: Vec<String> = err
+            .split("expected one of ")
+            .nth(1)
+            .unwrap_or_default()
+            .split(", ")
+            .map(|f| f.trim_matches('`').to_string())
+            .collect();
+        let keys: Vec<String> = setting_keys().map(str::to_string).collect();
+        assert_eq!(fields, keys);
+        for key in LLM_ALIASED
+            .iter()
+            .chain(PROJECT_DENIED.iter().map(|(k, _)| k))
+        {
+            assert!(kind_of(key).is_some(), "{key}");
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! AppRoot layout and settings with their precedence (SYSTEM.md §3).
+//!
+//! [`AppRoot`] resolves the one directory Lumina owns and names every well-known path in
+//! it. [`load`] merges the settings layers (compiled defaults < user settings.json <
+//! project defaults < environment < command line) into a typed [`Settings`]; secrets are
+//! [`Secret`]s that never print. [`Env`] is the environment snapshot both read, so tests
+//! never mutate the process environment.
+
+mod app_root;
+mod env;
+mod error;
+mod keys;
+mod layers;
+mod secret;
+mod settings;
+
+pub use app_root::{AppRoot, LUMINA_HOME};
+pub use env::Env;
+pub use error::{Error, Result};
+pub use keys::setting_keys;
+pub use layers::{env_layer, is_memory_model_key, load, project_defaults_file};
+pub use secret::Secret;
+pub use settings::{EndpointSettings, MissingModel, ModelSettings, Permissions, Settings};

@@ -1,0 +1,339 @@
+//! The typed settings every component reads, with their compiled defaults, and the
+//! model endpoints derived from them. How the layers are merged lives in `layers`.
+
+use std::path::PathBuf;
+
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+use crate::Secret;
+
+/// Permission rules. `allow` is replaced by a higher layer; `deny` rules accumulate over
+/// all layers, so no layer can lift a lower layer's deny rule.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default)]
+pub struct Permissions {
+    /// Rules for tool calls that run without asking. Default: none.
+    pub allow: Vec<String>,
+    /// Rules for tool calls that are always refused. Default: none.
+    pub deny: Vec<String>,
+}
+
+/// All runtime settings after merging the layers (see [`crate::load`]). Secrets are
+/// [`Secret`]s and `Debug` never prints them.
+#[derive(Clone, PartialEq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Settings {
+    /// Key of the primary model API. Default: none; required to run a model.
+    pub api_key: Option<Secret>,
+    /// Base URL of the primary model API. Default: none; required.
+    pub api_base_url: Option<String>,
+    /// Model name of the primary model. Default: none; required.
+    pub api_model: Option<String>,
+    /// Wire format: `anthropic`, `openai_compatible` or `auto`. Default: `auto`.
+    pub api_type: String,
+    /// Context window in tokens, used for accounting and the compaction threshold; not
+    /// sent to the provider. Default: 200000.
+    pub max_tokens: u64,
+    /// Completion limit sent to the provider. Default: 8192.
+    pub max_output_tokens: u32,
+    /// Whether the fallback model is used after the primary's retries are exhausted.
+    /// Default: false.
+    pub fallback_api_enabled: bool,
+    /// Key of the fallback model API. Default: none.
+    pub fallback_api_key: Option<Secret>,
+    /// Base URL of the fallback model API. Default: none.
+    pub fallback_api_base_url: Option<String>,
+    /// Model name of the fallback model. Default: none.
+    pub fallback_api_model: Option<String>,
+    /// Wire format of the fallback. Default: none, meaning the primary's `api_type`.
+    pub fallback_api_type: Option<String>,
+    /// Permission mode: `ask`, `accept-edits` or `bypass`. Default: `ask`.
+    pub permission_mode: String,
+    /// Allow and deny rules for tool calls. Default: empty.
+    pub permissions: Permissions,
+    /// `local` or `cluster` (fail-closed, SYSTEM.md §2). Default: `local`.
+    pub session_runtime_backend: String,
+    /// Largest WebSocket frame accepted, in bytes. Default: 4194304 (4 MiB).
+    pub max_frame_bytes: usize,
+    /// Default `shell` tool timeout in milliseconds. Default: 120000.
+    pub shell_timeout_ms: u64,
+    /// Largest `timeout_ms` a `shell` call may ask for. Default: 600000.
+    pub shell_max_timeout_ms: u64,
+    /// Bytes of tool output the model sees; the rest goes to `state/tool-results`.
+    /// Default: 30000.
+    pub tool_output_cap_bytes: usize,
+    /// Retries of a failed model request after the first attempt. Default: 2.
+    pub model_max_retries: u32,
+    /// Longest silence in a model stream before it counts as stalled, in milliseconds.
+    /// Default: 90000.
+    pub model_idle_timeout_ms: u64,
+    /// Fraction of `max_tokens` at which the context is compacted, in (0, 1].
+    /// Default: 0.8.
+    pub compaction_threshold: f64,
+    /// Cluster name shared by all instances. Default: none.
+    pub cluster_id: Option<String>,
+    /// This instance's identity in the cluster. Default: none.
+    pub instance_id: Option<String>,
+    /// Address the cluster server listens on, e.g. `0.0.0.0:8080`. Default: none.
+    pub cluster_listen_addr: Option<String>,
+    /// Address other instances use to reach this one. Default: none.
+    pub cluster_advertise_addr: Option<String>,
+    /// Redis URL (may contain a password). Default: none.
+    pub redis_url: Option<Secret>,
+    /// PostgreSQL URL (may contain a password). Default: none.
+    pub postgres_url: Option<Secret>,
+    /// Expected JWT `iss`. Default: none.
+    pub jwt_issuer: Option<String>,
+    /// Expected JWT `aud`. Default: none.
+    pub jwt_audience: Option<String>,
+    /// JWKS URL for verifying JWTs. Default: none.
+    pub jwt_jwks_url: Option<String>,
+    /// Local JWKS file, instead of `jwt_jwks_url`. Default: none.
+    pub jwt_jwks_file: Option<String>,
+    /// Memory Fabric store, e.g. `postgres` in the cluster. Default: none (the profile's
+    /// own store).
+    pub memory_fabric_store: Option<String>,
+
+    /// Merged keys this build does not know (newer settings, and the memory-model keys
+    /// `memory_bge_*`/`memory_reranker_*` that only user settings.json may set). May hold
+    /// secrets: `Debug` prints only their names.
+    #[serde(skip)]
+    pub extra: Map<String, Value>,
+    /// Keys that were ignored while loading and why (e.g. a secret in the project
+    /// defaults). Callers log these.
+    #[serde(skip)]
+    pub warnings: Vec<String>,
+    /// The user settings file these settings were loaded with, for messages.
+    #[serde(skip)]
+    pub settings_file: Option<PathBuf>,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            api_key: None,
+            api_base_url: None,
+            api_model: None,
+            api_type: "auto".into(),
+            max_tokens: 200_000,
+            max_output_tokens: 8192,
+            fallback_api_enabled: false,
+            fallback_api_key: None,
+            fallback_api_base_url: None,
+            fallback_api_model: None,
+            fallback_api_type: None,
+            permission_mode: "ask".into(),
+            permissions: Permissions::default(),
+            session_runtime_backend: "local".into(),
+            max_frame_bytes: 4 * 1024 * 1024,
+            shell_timeout_ms: 120_000,
+            shell_max_timeout_ms: 600_000,
+            tool_output_cap_bytes: 30_000,
+            model_max_retries: 2,
+            model_idle_timeout_ms: 90_000,
+            compaction_threshold: 0.8,
+            cluster_id: None,
+            instance_id: None,
+            cluster_listen_addr: None,
+            cluster_advertise_addr: None,
+            redis_url: None,
+            postgres_url: None,
+            jwt_issuer: None,
+            jwt_audience: None,
+            jwt_jwks_url: None,
+            jwt_jwks_file: None,
+            memory_fabric_store: None,
+            extra: Map::new(),
+            warnings: Vec::new(),
+            settings_file: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Settings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let extra_keys: Vec<&String> = self.extra.keys().collect();
+        f.debug_struct("Settings")
+            .field("api_key", &self.api_key)
+            .field("api_base_url", &self.api_base_url)
+            .field("api_model", &self.api_model)
+            .field("api_type", &self.api_type)
+            .field("max_tokens", &self.max_tokens)
+            .field("max_output_tokens", &self.max_output_tokens)
+            .field("fallback_api_enabled", &self.fallback_api_enabled)
+            .field("fallback_api_key", &self.fallback_api_key)
+            .field("fallback_api_base_url", &self.fallback_api_base_url)
+            .field("fallback_api_model", &self.fallback_api_model)
+            .field("fallback_api_type", &self.fallback_api_type)
+            .field("permission_mode", &self.permission_mode)
+            .field("permissions", &self.permissions)
+            .field("session_runtime_backend", &self.session_runtime_backend)
+            .field("max_frame_bytes", &self.max_frame_bytes)
+            .field("shell_timeout_ms", &self.shell_timeout_ms)
+            .field("shell_max_timeout_ms", &self.shell_max_timeout_ms)
+            .field("tool_output_cap_bytes", &self.tool_output_cap_bytes)
+            .field("model_max_retries", &self.model_max_retries)
+            .field("model_idle_timeout_ms", &self.model_idle_timeout_ms)
+            .field("compaction_threshold", &self.compaction_threshold)
+            .field("cluster_id", &self.cluster_id)
+            .field("instance_id", &self.instance_id)
+            .field("cluster_listen_addr", &self.cluster_listen_addr)
+            .field("cluster_advertise_addr", &self.cluster_advertise_addr)
+            .field("redis_url", &self.redis_url)
+            .field("postgres_url", &self.postgres_url)
+            .field("jwt_issuer", &self.jwt_issuer)
+            .field("jwt_audience", &self.jwt_audience)
+            .field("jwt_jwks_url", &self.jwt_jwks_url)
+            .field("jwt_jwks_file", &self.jwt_jwks_file)
+            .field("memory_fabric_store", &self.memory_fabric_store)
+            .field("extra_keys", &extra_keys)
+            .field("warnings", &self.warnings)
+            .field("settings_file", &self.settings_file)
+            .finish()
+    }
+}
+
+/// One model endpoint, complete.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EndpointSettings {
+    /// `anthropic`, `openai_compatible` or `auto`.
+    pub api_type: String,
+    pub base_url: String,
+    pub model: String,
+    pub api_key: Secret,
+}
+
+/// The primary model and, when enabled and complete, the fallback.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSettings {
+    pub primary: EndpointSettings,
+    pub fallback: Option<EndpointSettings>,
+}
+
+/// The model configuration is incomplete. `missing` holds the setting keys to set, in a
+/// fixed order; `Display` names both the environment variables and the settings keys.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub struct MissingModel {
+    pub missing: Vec<&'static str>,
+    pub settings_file: Option<PathBuf>,
+}
+
+impl std::fmt::Display for MissingModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let file = self
+            .settings_file
+            .as_ref()
+            .map_or_else(|| "settings.json".to_string(), |p| p.display().to_string());
+        let (fallback, primary): (Vec<&str>, Vec<&str>) = self
+            .missing
+            .iter()
+            .partition(|key| key.starts_with("fallback_"));
+        let mut parts = Vec::new();
+        if !primary.is_empty() {
+            parts.push(format!(
+                "no model configured: set {} (or {} in {file})",
+                env_names(&primary),
+                primary.join(", ")
+            ));
+        }
+        if !fallback.is_empty() {
+            parts.push(format!(
+                "fallback model enabled but incomplete: set {} (or {} in {file}), \
+                 or set fallback_api_enabled to false",
+                env_names(&fallback),
+                fallback.join(", ")
+            ));
+        }
+        f.write_str(&parts.join("; "))
+    }
+}
+
+/// "LUMINA_A, LUMINA_B and LUMINA_C".
+fn env_names(keys: &[&str]) -> String {
+    let names: Vec<String> = keys
+        .iter()
+        .map(|k| format!("LUMINA_{}", k.to_ascii_uppercase()))
+        .collect();
+    match names.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} and {last}", rest.join(", ")),
+        _ => names.concat(),
+    }
+}
+
+fn present(value: Option<&str>) -> Option<String> {
+    value
+        .map(str::trim)
+        .filter(|v| !v.is_empty())
+        .map(str::to_string)
+}
+
+impl Settings {
+    /// The model endpoints to use. No model, URL or key is built in: the primary needs
+    /// `api_key`, `api_base_url` and `api_model`. The fallback is used only when
+    /// `fallback_api_enabled` is true; then its key, URL and model are required too (an
+    /// enabled but incomplete fallback is reported, not silently dropped), and its type
+    /// defaults to the primary's.
+    pub fn model_endpoints(&self) -> Result<ModelSettings, MissingModel> {
+        let mut missing = Vec::new();
+        let key = self
+            .api_key
+            .as_ref()
+            .filter(|k| !k.expose().trim().is_empty());
+        let base_url = present(self.api_base_url.as_deref());
+        let model = present(self.api_model.as_deref());
+        if key.is_none() {
+            missing.push("api_key");
+        }
+        if base_url.is_none() {
+            missing.push("api_base_url");
+        }
+        if model.is_none() {
+            missing.push("api_model");
+        }
+
+        let mut fallback = None;
+        if self.fallback_api_enabled {
+            let key = self
+                .fallback_api_key
+                .as_ref()
+                .filter(|k| !k.expose().trim().is_empty());
+            let base_url = present(self.fallback_api_base_url.as_deref());
+            let model = present(self.fallback_api_model.as_deref());
+            if key.is_none() {
+                missing.push("fallback_api_key");
+            }
+            if base_url.is_none() {
+                missing.push("fallback_api_base_url");
+            }
+            if model.is_none() {
+                missing.push("fallback_api_model");
+            }
+            if let (Some(key), Some(base_url), Some(model)) = (key, base_url, model) {
+                fallback = Some(EndpointSettings {
+                    api_type: present(self.fallback_api_type.as_deref())
+                        .unwrap_or_else(|| self.api_type.clone()),
+                    base_url,
+                    model,
+                    api_key: Secret::new(key.expose().trim()),
+                });
+            }
+        }
+
+        match (key, base_url, model) {
+            (Some(key), Some(base_url), Some(model)) if missing.is_empty() => Ok(ModelSettings {
+                primary: EndpointSettings {
+                    api_type: self.api_type.clone(),
+                    base_url,
+                    model,
+                    api_key: Secret::new(key.expose().trim()),
+                },
+                fallback,
+            }),
+            _ => Err(MissingModel {
+                missing,
+                settings_file: self.settings_file.clone(),
+            }),
+        }
+    }
+}

@@ -1,0 +1,331 @@
+//! Durable journal events. Every kind is `<entity>.<verb>` and stable; new fields may be
+//! added, so readers must ignore unknown fields (serde does by default).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One durable event. On the wire it is an object with a `kind` tag and the kind's fields.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind")]
+pub enum Event {
+    #[serde(rename = "session.created")]
+    SessionCreated { title: String, project_root: String },
+    #[serde(rename = "session.archived")]
+    SessionArchived {},
+
+    #[serde(rename = "run.started")]
+    RunStarted {
+        run_id: String,
+        idempotency_key: String,
+        /// Model used for the run (never a key or a URL with credentials).
+        model: String,
+    },
+    #[serde(rename = "run.completed")]
+    RunCompleted {
+        run_id: String,
+        /// The final assistant text of the run.
+        result: String,
+        usage: Usage,
+    },
+    #[serde(rename = "run.failed")]
+    RunFailed {
+        run_id: String,
+        code: String,
+        message: String,
+    },
+    #[serde(rename = "run.interrupted")]
+    RunInterrupted { run_id: String, reason: String },
+
+    #[serde(rename = "step.started")]
+    StepStarted { run_id: String, step: u32 },
+    #[serde(rename = "step.completed")]
+    StepCompleted {
+        run_id: String,
+        step: u32,
+        stop_reason: String,
+    },
+    #[serde(rename = "step.interrupted")]
+    StepInterrupted {
+        run_id: String,
+        step: u32,
+        reason: String,
+    },
+
+    #[serde(rename = "message.user")]
+    MessageUser {
+        run_id: String,
+        text: String,
+        /// Set when the prompt invoked a skill (`/name args`); the skill text itself is not
+        /// part of the visible conversation.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        skill: Option<String>,
+    },
+    #[serde(rename = "message.assistant")]
+    MessageAssistant {
+        run_id: String,
+        step: u32,
+        text: String,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tool_calls: Vec<ToolCallInfo>,
+    },
+
+    #[serde(rename = "model.requested")]
+    ModelRequested {
+        run_id: String,
+        step: u32,
+        model: String,
+        api_type: String,
+        message_count: u32,
+        context_tokens: u64,
+    },
+    #[serde(rename = "model.responded")]
+    ModelResponded {
+        run_id: String,
+        step: u32,
+        model: String,
+        stop_reason: String,
+        /// `primary` or `fallback`.
+        provider: String,
+    },
+
+    #[serde(rename = "tool.started")]
+    ToolStarted {
+        run_id: String,
+        step: u32,
+        call_id: String,
+        tool: String,
+        arguments: Value,
+    },
+    #[serde(rename = "tool.completed")]
+    ToolCompleted {
+        run_id: String,
+        call_id: String,
+        tool: String,
+        is_error: bool,
+        /// What the model sees (capped).
+        output: String,
+        /// Tool-specific structured data: a diff, an exit code, the path of the full output.
+        #[serde(default, skip_serializing_if = "Value::is_null")]
+        metadata: Value,
+    },
+    #[serde(rename = "tool.interrupted")]
+    ToolInterrupted {
+        run_id: String,
+        call_id: String,
+        tool: String,
+        reason: String,
+    },
+
+    #[serde(rename = "permission.requested")]
+    PermissionRequested {
+        run_id: String,
+        request_id: String,
+        call_id: String,
+        tool: String,
+        arguments: Value,
+        /// sha256 of the normalized arguments: an approval binds to tool + this hash.
+        args_hash: String,
+        /// Human-readable preview: a unified diff for edits, the command for shell.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        preview: Option<String>,
+    },
+    #[serde(rename = "permission.resolved")]
+    PermissionResolved {
+        run_id: String,
+        request_id: String,
+        decision: Decision,
+        /// Who decided: `user`, `rule`, `mode`, `session_grant` or `headless`.
+        by: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+
+    #[serde(rename = "task.updated")]
+    TaskUpdated { todos: Vec<TodoItem> },
+    #[serde(rename = "usage.recorded")]
+    UsageRecorded {
+        run_id: String,
+        step: u32,
+        usage: Usage,
+        /// Estimated tokens of the compiled context sent in this step.
+        context_tokens: u64,
+        /// The configured context window (`max_tokens`).
+        max_tokens: u64,
+    },
+    #[serde(rename = "warning")]
+    Warning {
+        code: String,
+        message: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
+    },
+    /// A compaction checkpoint: history up to `through_seq` is replaced in the model
+    /// context by `summary`.
+    #[serde(rename = "checkpoint")]
+    Checkpoint {
+        run_id: String,
+        through_seq: u64,
+        summary: String,
+        tokens_before: u64,
+        tokens_after: u64,
+    },
+    /// A kind this build does not know (written by a newer server). Readers skip it.
+    #[serde(other)]
+    Unknown,
+}
+
+impl Event {
+    /// The stable `kind` string of this event.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Event::SessionCreated { .. } => "session.created",
+            Event::SessionArchived {} => "session.archived",
+            Event::RunStarted { .. } => "run.started",
+            Event::RunCompleted { .. } => "run.completed",
+            Event::RunFailed { .. } => "run.failed",
+            Event::RunInterrupted { .. } => "run.interrupted",
+            Event::StepStarted { .. } => "step.started",
+            Event::StepCompleted { .. } => "step.completed",
+            Event::StepInterrupted { .. } => "step.interrupted",
+            Event::MessageUser { .. } => "message.user",
+            Event::MessageAssistant { .. } => "message.assistant",
+            Event::ModelRequested { .. } => "model.requested",
+            Event::ModelResponded { .. } => "model.responded",
+            Event::ToolStarted { .. } => "tool.started",
+            Event::ToolCompleted { .. } => "tool.completed",
+            Event::ToolInterrupted { .. } => "tool.interrupted",
+            Event::PermissionRequested { .. } => "permission.requested",
+            Event::PermissionResolved { .. } => "permission.resolved",
+            Event::TaskUpdated { .. } => "task.updated",
+            Event::UsageRecorded { .. } => "usage.recorded",
+            Event::Warning { .. } => "warning",
+            Event::Checkpoint { .. } => "checkpoint",
+            Event::Unknown => "unknown",
+        }
+    }
+
+    /// Splits into `(kind, payload-without-kind)` for storage.
+    pub fn to_parts(&self) -> (String, Value) {
+        let mut value = serde_json::to_value(self).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut value {
+            map.remove("kind");
+        }
+        (self.kind().to_string(), value)
+    }
+
+    /// Rebuilds an event from stored parts. Fails for kinds this build does not know.
+    pub fn from_parts(kind: &str, payload: &Value) -> Result<Event, serde_json::Error> {
+        let mut value = match payload {
+            Value::Object(map) => Value::Object(map.clone()),
+            _ => Value::Object(Default::default()),
+        };
+        if let Value::Object(map) = &mut value {
+            map.insert("kind".into(), Value::String(kind.to_string()));
+        }
+        serde_json::from_value(value)
+    }
+
+    /// The run this event belongs to, if any.
+    pub fn run_id(&self) -> Option<&str> {
+        match self {
+            Event::RunStarted { run_id, .. }
+            | Event::RunCompleted { run_id, .. }
+            | Event::RunFailed { run_id, .. }
+            | Event::RunInterrupted { run_id, .. }
+            | Event::StepStarted { run_id, .. }
+            | Event::StepCompleted { run_id, .. }
+            | Event::StepInterrupted { run_id, .. }
+            | Event::MessageUser { run_id, .. }
+            | Event::MessageAssistant { run_id, .. }
+            | Event::ModelRequested { run_id, .. }
+            | Event::ModelResponded { run_id, .. }
+            | Event::ToolStarted { run_id, .. }
+            | Event::ToolCompleted { run_id, .. }
+            | Event::ToolInterrupted { run_id, .. }
+            | Event::PermissionRequested { run_id, .. }
+            | Event::PermissionResolved { run_id, .. }
+            | Event::UsageRecorded { run_id, .. }
+            | Event::Checkpoint { run_id, .. } => Some(run_id),
+            Event::Warning { run_id, .. } => run_id.as_deref(),
+            Event::SessionCreated { .. }
+            | Event::SessionArchived {}
+            | Event::TaskUpdated { .. }
+            | Event::Unknown => None,
+        }
+    }
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCallInfo {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+/// A permission decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Allow this one call.
+    AllowOnce,
+    /// Allow this exact call (tool + argument hash) for the rest of the session.
+    AllowSession,
+    Deny,
+}
+
+/// Token usage; counts add up across steps of a run and runs of a session.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default)]
+    pub cache_read_tokens: u64,
+    #[serde(default)]
+    pub cache_write_tokens: u64,
+}
+
+impl Usage {
+    pub fn add(&mut self, other: &Usage) {
+        self.input_tokens += other.input_tokens;
+        self.output_tokens += other.output_tokens;
+        self.cache_read_tokens += other.cache_read_tokens;
+        self.cache_write_tokens += other.cache_write_tokens;
+    }
+}
+
+/// One entry of the task list written by `todo_write`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TodoItem {
+    pub content: String,
+    /// `pending`, `in_progress` or `completed`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parts_round_trip() {
+        let event = Event::ToolStarted {
+            run_id: "r1".into(),
+            step: 2,
+            call_id: "c1".into(),
+            tool: "shell".into(),
+            arguments: serde_json::json!({"command": "ls"}),
+        };
+        let (kind, payload) = event.to_parts();
+        assert_eq!(kind, "tool.started");
+        assert!(payload.get("kind").is_none());
+        assert_eq!(Event::from_parts(&kind, &payload).unwrap(), event);
+    }
+
+    #[test]
+    fn unknown_kinds_decode_as_unknown() {
+        let event = Event::from_parts("team.spawned", &serde_json::json!({"x": 1})).unwrap();
+        assert_eq!(event, Event::Unknown);
+    }
+}

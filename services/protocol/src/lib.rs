@@ -1,0 +1,21 @@
+//! Wire protocol v3 between `lumina` clients and `lumina-backend`: JSON text frames on the
+//! WebSocket endpoint `/v1/ws`. Types only — no I/O, no business logic. `docs/protocol.md`
+//! is the prose version of this crate.
+
+pub mod error;
+pub mod event;
+pub mod frame;
+pub mod methods;
+
+pub use error::{ErrorCode, ErrorObject};
+pub use event::{Decision, Event, TodoItem, ToolCallInfo, Usage};
+pub use frame::{ClientFrame, DeltaFrame, EventFrame, ServerFrame};
+
+/// The protocol version this crate describes.
+pub const PROTOCOL_VERSION: u32 = 3;
+
+/// Path of the WebSocket endpoint.
+pub const WS_PATH: &str = "/v1/ws";
+
+/// The stream name of a session's main conversation.
+pub const MAIN_STREAM: &str = "main";

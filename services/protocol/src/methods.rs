@@ -1,0 +1,205 @@
+//! Params and results of every method. Method names are the `METHOD` constants.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{EventFrame, Usage};
+
+pub const HELLO: &str = "hello";
+pub const SESSION_CREATE: &str = "session.create";
+pub const SESSION_LIST: &str = "session.list";
+pub const SESSION_INFO: &str = "session.info";
+pub const SESSION_RESUME: &str = "session.resume";
+pub const SESSION_EVENTS: &str = "session.events";
+pub const SESSION_SUBMIT: &str = "session.submit";
+pub const SESSION_INTERRUPT: &str = "session.interrupt";
+pub const SESSION_ARCHIVE: &str = "session.archive";
+pub const PERMISSION_RESPOND: &str = "permission.respond";
+pub const ADMIN_DRAIN: &str = "admin.drain";
+pub const ADMIN_SHUTDOWN: &str = "admin.shutdown";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct HelloParams {
+    /// Versions the client speaks; the server picks the highest it supports.
+    #[serde(default)]
+    pub protocols: Vec<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HelloResult {
+    pub protocol: u32,
+    pub server: ServerInfo,
+    pub identity: Identity,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ServerInfo {
+    pub name: String,
+    pub version: String,
+    /// `local` or `cluster`.
+    pub profile: String,
+    pub instance_id: String,
+    /// Largest accepted frame, bytes.
+    pub max_frame_bytes: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Identity {
+    pub sub: String,
+    pub tenant: String,
+    pub scopes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionCreateParams {
+    /// Absolute path of the project root; defaults to the backend's working directory.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_root: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+}
+
+/// A session as listed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfo {
+    pub id: String,
+    pub title: String,
+    pub project_root: String,
+    pub created_at_ms: i64,
+    pub updated_at_ms: i64,
+    /// `idle`, `running` or `archived`.
+    pub status: String,
+    pub head_seq: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_run: Option<RunSummary>,
+    pub usage: Usage,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunSummary {
+    pub run_id: String,
+    /// `running`, `completed`, `failed` or `interrupted`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionResult {
+    pub session: SessionInfo,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct SessionListParams {
+    #[serde(default)]
+    pub include_archived: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionListResult {
+    pub sessions: Vec<SessionInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionRef {
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInfoResult {
+    pub session: SessionInfo,
+    /// The instance that owns the session (holds its lease).
+    pub owner: String,
+    /// The owner's fencing token.
+    pub fence: u64,
+}
+
+/// Subscribe to a session's events. Events with `seq > after_seq` are pushed, backlog first,
+/// then live, each exactly once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionResumeParams {
+    pub session_id: String,
+    #[serde(default)]
+    pub after_seq: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionResumeResult {
+    pub session: SessionInfo,
+    /// The journal head when the subscription was taken.
+    pub head_seq: u64,
+    /// Permission requests still waiting for an answer.
+    pub pending_permissions: Vec<EventFrame>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionEventsParams {
+    pub session_id: String,
+    #[serde(default)]
+    pub after_seq: u64,
+    /// At most this many events (server caps it at 1000; default 500).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionEventsResult {
+    pub events: Vec<EventFrame>,
+    pub head_seq: u64,
+    /// True when more events exist after the last one returned.
+    pub more: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSubmitParams {
+    pub session_id: String,
+    /// Required. A second submit with the same key returns the first run and starts nothing.
+    pub idempotency_key: String,
+    pub prompt: String,
+    /// Per-submit setting overrides (the CLI's flags and environment): model settings and
+    /// `permission_mode`. Keys are never journaled.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub settings: Value,
+    /// True when nobody can answer permission requests: `ask` becomes a denial.
+    #[serde(default)]
+    pub headless: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionSubmitResult {
+    pub run_id: String,
+    /// False when the key was seen before and the original run is returned.
+    pub created: bool,
+    pub run: RunSummary,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInterruptParams {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SessionInterruptResult {
+    pub interrupted: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PermissionRespondParams {
+    pub session_id: String,
+    pub request_id: String,
+    pub decision: crate::Decision,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// Result of methods that only acknowledge.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ack {
+    pub ok: bool,
+}

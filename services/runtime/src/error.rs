@@ -1,0 +1,61 @@
+//! Runtime errors and their one mapping to protocol error codes.
+
+use lumina_protocol::{ErrorCode, ErrorObject};
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("session {0} not found")]
+    SessionNotFound(String),
+    #[error("run {0} not found")]
+    RunNotFound(String),
+    #[error("permission request {0} is not pending")]
+    PermissionNotPending(String),
+    #[error("invalid params: {0}")]
+    InvalidParams(String),
+    #[error("session {0} is archived")]
+    Archived(String),
+    #[error("session {0} has a running turn; interrupt it first")]
+    Busy(String),
+    #[error("the project root {0} does not exist or is not a directory")]
+    BadProjectRoot(String),
+    #[error("this instance no longer owns the session (fenced)")]
+    Fenced,
+    #[error("settings: {0}")]
+    Settings(String),
+    #[error("journal: {0}")]
+    Journal(lumina_journal::Error),
+}
+
+impl From<lumina_journal::Error> for Error {
+    fn from(err: lumina_journal::Error) -> Self {
+        match err {
+            lumina_journal::Error::Fenced { .. } => Error::Fenced,
+            lumina_journal::Error::NotFound(id) => Error::SessionNotFound(id),
+            lumina_journal::Error::Archived(id) => Error::Archived(id),
+            other => Error::Journal(other),
+        }
+    }
+}
+
+impl Error {
+    /// The protocol error for this runtime error (the only such mapping).
+    pub fn to_error_object(&self) -> ErrorObject {
+        let code = match self {
+            Error::SessionNotFound(_) | Error::RunNotFound(_) | Error::PermissionNotPending(_) => {
+                ErrorCode::NotFound
+            }
+            Error::InvalidParams(_) | Error::BadProjectRoot(_) | Error::Settings(_) => {
+                ErrorCode::InvalidParams
+            }
+            Error::Archived(_) | Error::Busy(_) => ErrorCode::Conflict,
+            Error::Fenced => ErrorCode::Fenced,
+            Error::Journal(lumina_journal::Error::Conflict { .. })
+            | Error::Journal(lumina_journal::Error::DuplicateCommand(_)) => ErrorCode::Conflict,
+            Error::Journal(lumina_journal::Error::Unavailable(_)) => ErrorCode::Unavailable,
+            Error::Journal(_) => ErrorCode::Internal,
+        };
+        ErrorObject::new(code, self.to_string())
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

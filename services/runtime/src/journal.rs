@@ -1,0 +1,185 @@
+//! The session's writer: appends to the store under the owner's fence, keeps the projection
+//! current, and broadcasts committed events (in seq order) and ephemeral deltas.
+
+use std::sync::Arc;
+
+use lumina_journal::{
+    AppendBatch, CommandRecord, ExpectedVersion, Fence, JournalStore, NewEvent, SessionKey,
+    StoredEvent,
+};
+use lumina_protocol::{DeltaFrame, Event, EventFrame, MAIN_STREAM};
+use tokio::sync::{broadcast, Mutex};
+
+use crate::projection::Projection;
+use crate::Result;
+
+/// What subscribers receive.
+#[derive(Debug, Clone)]
+pub enum Outbound {
+    Event(Arc<EventFrame>),
+    Delta(Arc<DeltaFrame>),
+}
+
+/// Capacity of the live broadcast; a subscriber that lags further re-reads from the store.
+const BROADCAST_CAPACITY: usize = 1024;
+
+pub struct SessionJournal {
+    store: Arc<dyn JournalStore>,
+    key: SessionKey,
+    fence: Fence,
+    /// Held across append + broadcast so subscribers see events in seq order.
+    projection: Mutex<Projection>,
+    tx: broadcast::Sender<Outbound>,
+}
+
+impl SessionJournal {
+    /// Opens the writer and replays the journal into the projection.
+    pub async fn open(store: Arc<dyn JournalStore>, key: SessionKey, fence: Fence) -> Result<Self> {
+        let mut projection = Projection::default();
+        let mut after = 0;
+        loop {
+            let page = store.read(&key, after, 1000).await?;
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            for stored in &page {
+                if let Some(frame) = to_frame(&key.session_id, stored) {
+                    projection.apply(&frame);
+                }
+            }
+        }
+        let (tx, _) = broadcast::channel(BROADCAST_CAPACITY);
+        Ok(Self {
+            store,
+            key,
+            fence,
+            projection: Mutex::new(projection),
+            tx,
+        })
+    }
+
+    pub fn key(&self) -> &SessionKey {
+        &self.key
+    }
+
+    pub fn session_id(&self) -> &str {
+        &self.key.session_id
+    }
+
+    pub fn store(&self) -> &Arc<dyn JournalStore> {
+        &self.store
+    }
+
+    pub fn fence(&self) -> Fence {
+        self.fence
+    }
+
+    /// Appends events to the main stream.
+    pub async fn append(&self, events: Vec<Event>) -> Result<Vec<Arc<EventFrame>>> {
+        self.append_batch(events, None).await
+    }
+
+    /// Appends events and records an idempotent command result in the same transaction.
+    pub async fn append_with_command(
+        &self,
+        events: Vec<Event>,
+        command: CommandRecord,
+    ) -> Result<Vec<Arc<EventFrame>>> {
+        self.append_batch(events, Some(command)).await
+    }
+
+    async fn append_batch(
+        &self,
+        events: Vec<Event>,
+        command: Option<CommandRecord>,
+    ) -> Result<Vec<Arc<EventFrame>>> {
+        let mut projection = self.projection.lock().await;
+        let touches_summary = events.iter().any(|e| {
+            matches!(
+                e,
+                Event::SessionCreated { .. }
+                    | Event::SessionArchived {}
+                    | Event::RunStarted { .. }
+                    | Event::RunCompleted { .. }
+                    | Event::RunFailed { .. }
+                    | Event::RunInterrupted { .. }
+                    | Event::TaskUpdated { .. }
+            )
+        });
+        let batch = AppendBatch {
+            stream: MAIN_STREAM.to_string(),
+            expected: ExpectedVersion::Any,
+            events: events
+                .iter()
+                .map(|e| {
+                    let (kind, payload) = e.to_parts();
+                    NewEvent { kind, payload }
+                })
+                .collect(),
+            command,
+        };
+        let stored = self.store.append(&self.key, self.fence, batch).await?;
+        let frames: Vec<Arc<EventFrame>> = stored
+            .iter()
+            .filter_map(|s| to_frame(&self.key.session_id, s))
+            .map(Arc::new)
+            .collect();
+        for frame in &frames {
+            projection.apply(frame);
+            // No receivers is fine: nobody is watching this session right now.
+            let _ = self.tx.send(Outbound::Event(frame.clone()));
+        }
+        if touches_summary {
+            let summary = serde_json::to_value(projection.summary()).unwrap_or_default();
+            if let Err(err) = self
+                .store
+                .put_summary(&self.key, self.fence, &summary)
+                .await
+            {
+                tracing::warn!(session_id = %self.key.session_id, error = %err, "summary projection not written");
+            }
+        }
+        Ok(frames)
+    }
+
+    /// Broadcasts an ephemeral delta (not journaled).
+    pub fn send_delta(&self, delta: DeltaFrame) {
+        let _ = self.tx.send(Outbound::Delta(Arc::new(delta)));
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Outbound> {
+        self.tx.subscribe()
+    }
+
+    /// Runs `f` on the current projection.
+    pub async fn with_projection<R>(&self, f: impl FnOnce(&Projection) -> R) -> R {
+        let projection = self.projection.lock().await;
+        f(&projection)
+    }
+
+    /// Durable events after `after_seq`, at most `limit`.
+    pub async fn read(&self, after_seq: u64, limit: usize) -> Result<Vec<EventFrame>> {
+        let stored = self.store.read(&self.key, after_seq, limit).await?;
+        Ok(stored
+            .iter()
+            .filter_map(|s| to_frame(&self.key.session_id, s))
+            .collect())
+    }
+}
+
+/// Decodes a stored event; events of kinds this build does not know are skipped with a warning.
+pub fn to_frame(session_id: &str, stored: &StoredEvent) -> Option<EventFrame> {
+    match Event::from_parts(&stored.kind, &stored.payload) {
+        Ok(event) => Some(EventFrame {
+            session_id: session_id.to_string(),
+            seq: stored.seq,
+            stream: stored.stream.clone(),
+            stream_seq: stored.stream_seq,
+            ts_ms: stored.ts_ms,
+            event,
+        }),
+        Err(err) => {
+            tracing::warn!(session_id, seq = stored.seq, kind = %stored.kind, error = %err, "skipping undecodable event");
+            None
+        }
+    }
+}

@@ -1,0 +1,221 @@
+//! The agent runtime: sessions over a durable journal, the agent loop, context compilation
+//! and compaction, permissions, and crash recovery. Transport-free: the backend's WebSocket
+//! server, the CLI and tests all drive it through [`Runtime`] and [`Session`].
+
+pub mod context;
+mod error;
+pub mod journal;
+pub mod projection;
+pub mod recovery;
+mod run;
+pub mod session;
+pub mod settings;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lumina_config::{AppRoot, Env};
+use lumina_journal::{now_ms, Fence, JournalStore, SessionKey, SessionRecord};
+use lumina_protocol::methods::{SessionCreateParams, SessionInfo};
+use lumina_protocol::Event;
+use lumina_tools::ToolRegistry;
+use tokio::sync::Mutex;
+
+pub use error::{Error, Result};
+pub use journal::{Outbound, SessionJournal};
+pub use session::Session;
+
+/// How a runtime is set up.
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    pub app_root: AppRoot,
+    /// Environment snapshot used for the settings' env layer.
+    pub env: Env,
+    /// Tenant whose sessions this runtime serves (local profile: `local`).
+    pub tenant: String,
+    /// The writer's fencing token (local profile: [`lumina_journal::LOCAL_FENCE`]).
+    pub fence: Fence,
+    /// Project root for sessions created without one.
+    pub default_project_root: PathBuf,
+}
+
+/// State every session of a runtime shares.
+pub(crate) struct Shared {
+    pub app_root: AppRoot,
+    pub env: Env,
+    pub tools: ToolRegistry,
+}
+
+/// Cheap to clone; all clones share the open sessions.
+#[derive(Clone)]
+pub struct Runtime {
+    shared: Arc<Shared>,
+    options: Arc<RuntimeOptions>,
+    store: Arc<dyn JournalStore>,
+    sessions: Arc<Mutex<HashMap<String, Arc<Session>>>>,
+}
+
+impl Runtime {
+    pub fn new(options: RuntimeOptions, store: Arc<dyn JournalStore>, tools: ToolRegistry) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                app_root: options.app_root.clone(),
+                env: options.env.clone(),
+                tools,
+            }),
+            options: Arc::new(options),
+            store,
+            sessions: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+
+    pub fn tenant(&self) -> &str {
+        &self.options.tenant
+    }
+
+    pub fn fence(&self) -> Fence {
+        self.options.fence
+    }
+
+    pub fn store(&self) -> &Arc<dyn JournalStore> {
+        &self.store
+    }
+
+    fn key(&self, session_id: &str) -> SessionKey {
+        SessionKey::new(&self.options.tenant, session_id)
+    }
+
+    /// Opens every session whose projection says a run was in flight, so that crash recovery
+    /// closes it before anyone lists or resumes it. Returns how many sessions were opened.
+    pub async fn recover_all(&self) -> Result<usize> {
+        let records = self
+            .store
+            .list_sessions(&self.options.tenant, false)
+            .await?;
+        let mut opened = 0;
+        for record in records {
+            let status = record.summary.get("status").and_then(|s| s.as_str());
+            if status != Some("idle") {
+                match self.session(&record.session_id).await {
+                    Ok(_) => opened += 1,
+                    Err(err) => {
+                        tracing::warn!(session_id = %record.session_id, error = %err, "recovery could not open session")
+                    }
+                }
+            }
+        }
+        Ok(opened)
+    }
+
+    /// Creates a session rooted at `project_root` (or the default root).
+    pub async fn create_session(&self, params: SessionCreateParams) -> Result<SessionInfo> {
+        let root = params
+            .project_root
+            .map(PathBuf::from)
+            .unwrap_or_else(|| self.options.default_project_root.clone());
+        let root = canonical_dir(&root)?;
+        let session_id = uuid::Uuid::new_v4().to_string();
+        let now = now_ms();
+        let title = params.title.unwrap_or_default();
+        let record = SessionRecord {
+            tenant: self.options.tenant.clone(),
+            session_id: session_id.clone(),
+            title: title.clone(),
+            project_root: root.display().to_string(),
+            created_at_ms: now,
+            updated_at_ms: now,
+            archived: false,
+            summary: serde_json::Value::Null,
+        };
+        self.store
+            .create_session(&record, self.options.fence)
+            .await?;
+        let session = self.session(&session_id).await?;
+        session
+            .journal()
+            .append(vec![Event::SessionCreated {
+                title,
+                project_root: root.display().to_string(),
+            }])
+            .await?;
+        session.info().await
+    }
+
+    /// Sessions of this tenant, newest first.
+    pub async fn list_sessions(&self, include_archived: bool) -> Result<Vec<SessionInfo>> {
+        let records = self
+            .store
+            .list_sessions(&self.options.tenant, include_archived)
+            .await?;
+        Ok(records.iter().map(projection::session_info).collect())
+    }
+
+    /// The open session, opening (and recovering) it on first use.
+    pub async fn session(&self, session_id: &str) -> Result<Arc<Session>> {
+        let mut sessions = self.sessions.lock().await;
+        if let Some(session) = sessions.get(session_id) {
+            return Ok(session.clone());
+        }
+        let key = self.key(session_id);
+        let record = self
+            .store
+            .session(&key.tenant, session_id)
+            .await?
+            .ok_or_else(|| Error::SessionNotFound(session_id.to_string()))?;
+        let journal = SessionJournal::open(self.store.clone(), key, self.options.fence).await?;
+        if !record.archived {
+            recovery::close_open_work(&journal).await?;
+        }
+        let session = Arc::new(Session::new(
+            journal,
+            PathBuf::from(&record.project_root),
+            self.shared.clone(),
+        ));
+        sessions.insert(session_id.to_string(), session.clone());
+        Ok(session)
+    }
+
+    /// Archives a session: stops its run, journals `session.archived`, moves it away.
+    pub async fn archive(&self, session_id: &str) -> Result<()> {
+        let session = self.session(session_id).await?;
+        if session.journal().with_projection(|p| p.archived).await {
+            return Ok(());
+        }
+        if session.is_running() {
+            return Err(Error::Busy(session_id.to_string()));
+        }
+        session
+            .journal()
+            .append(vec![Event::SessionArchived {}])
+            .await?;
+        self.sessions.lock().await.remove(session_id);
+        self.store
+            .archive(&self.key(session_id), self.options.fence)
+            .await?;
+        Ok(())
+    }
+
+    /// Cancels every running run (shutdown).
+    pub async fn cancel_all(&self) {
+        for session in self.sessions.lock().await.values() {
+            session.cancel_all();
+        }
+    }
+
+    /// Whether any session has a run in flight.
+    pub async fn any_running(&self) -> bool {
+        self.sessions.lock().await.values().any(|s| s.is_running())
+    }
+}
+
+fn canonical_dir(path: &Path) -> Result<PathBuf> {
+    let canonical = path
+        .canonicalize()
+        .map_err(|_| Error::BadProjectRoot(path.display().to_string()))?;
+    if canonical.is_dir() {
+        Ok(canonical)
+    } else {
+        Err(Error::BadProjectRoot(path.display().to_string()))
+    }
+}

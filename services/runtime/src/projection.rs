@@ -1,0 +1,243 @@
+//! Rebuildable projections of a session journal: status, last run, usage totals, task list,
+//! session-scoped approvals and what recovery must close. One reducer, fed every event in seq
+//! order, both when a session is opened (replay) and as events are appended (live).
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use lumina_protocol::methods::{RunSummary, SessionInfo};
+use lumina_protocol::{Decision, Event, EventFrame, TodoItem, Usage};
+use serde::{Deserialize, Serialize};
+
+/// What the summary row (and `meta.json`) holds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub title: String,
+    pub status: String,
+    pub head_seq: u64,
+    pub last_run: Option<RunSummary>,
+    pub usage: Usage,
+    pub todos: Vec<TodoItem>,
+}
+
+/// A run that started (or was queued) and has not ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OpenRun {
+    pub open_steps: Vec<u32>,
+    /// call_id → tool name.
+    pub open_tools: BTreeMap<String, String>,
+    /// request_id → pending permission event.
+    pub open_permissions: BTreeMap<String, EventFrame>,
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct Projection {
+    pub title: String,
+    pub archived: bool,
+    pub head_seq: u64,
+    pub usage: Usage,
+    pub todos: Vec<TodoItem>,
+    /// Every run's latest state, by id.
+    pub runs: HashMap<String, RunSummary>,
+    pub last_run: Option<String>,
+    pub open_runs: BTreeMap<String, OpenRun>,
+    /// (tool, args_hash) pairs approved for the session.
+    pub session_grants: HashSet<(String, String)>,
+    /// request_id → (tool, args_hash), to bind `allow_session` decisions.
+    requested: HashMap<String, (String, String)>,
+}
+
+impl Projection {
+    pub fn apply(&mut self, frame: &EventFrame) {
+        if frame.seq <= self.head_seq {
+            return;
+        }
+        self.head_seq = frame.seq;
+        match &frame.event {
+            Event::SessionCreated { title, .. } => self.title = title.clone(),
+            Event::SessionArchived {} => self.archived = true,
+            Event::RunStarted { run_id, .. } => {
+                self.set_run(run_id, "running", None, None);
+                self.open_runs.entry(run_id.clone()).or_default();
+            }
+            Event::MessageUser { text, .. } => {
+                if self.title.is_empty() {
+                    self.title = title_from_prompt(text);
+                }
+            }
+            Event::StepStarted { run_id, step } => {
+                if let Some(run) = self.open_runs.get_mut(run_id) {
+                    run.open_steps.push(*step);
+                }
+            }
+            Event::StepCompleted { run_id, step, .. }
+            | Event::StepInterrupted { run_id, step, .. } => {
+                if let Some(run) = self.open_runs.get_mut(run_id) {
+                    run.open_steps.retain(|s| s != step);
+                }
+            }
+            Event::ToolStarted {
+                run_id,
+                call_id,
+                tool,
+                ..
+            } => {
+                if let Some(run) = self.open_runs.get_mut(run_id) {
+                    run.open_tools.insert(call_id.clone(), tool.clone());
+                }
+            }
+            Event::ToolCompleted {
+                run_id, call_id, ..
+            }
+            | Event::ToolInterrupted {
+                run_id, call_id, ..
+            } => {
+                if let Some(run) = self.open_runs.get_mut(run_id) {
+                    run.open_tools.remove(call_id);
+                }
+            }
+            Event::PermissionRequested {
+                run_id,
+                request_id,
+                tool,
+                args_hash,
+                ..
+            } => {
+                self.requested
+                    .insert(request_id.clone(), (tool.clone(), args_hash.clone()));
+                if let Some(run) = self.open_runs.get_mut(run_id) {
+                    run.open_permissions
+                        .insert(request_id.clone(), frame.clone());
+                }
+            }
+            Event::PermissionResolved {
+                run_id,
+                request_id,
+                decision,
+                ..
+            } => {
+                if *decision == Decision::AllowSession {
+                    if let Some(grant) = self.requested.get(request_id) {
+                        self.session_grants.insert(grant.clone());
+                    }
+                }
+                if let Some(run) = self.open_runs.get_mut(run_id) {
+                    run.open_permissions.remove(request_id);
+                }
+            }
+            Event::TaskUpdated { todos } => self.todos = todos.clone(),
+            Event::UsageRecorded { usage, .. } => self.usage.add(usage),
+            Event::RunCompleted { run_id, result, .. } => {
+                self.set_run(run_id, "completed", Some(result.clone()), None);
+                self.open_runs.remove(run_id);
+            }
+            Event::RunFailed {
+                run_id,
+                code,
+                message,
+            } => {
+                self.set_run(run_id, "failed", None, Some(format!("{code}: {message}")));
+                self.open_runs.remove(run_id);
+            }
+            Event::RunInterrupted { run_id, reason } => {
+                self.set_run(run_id, "interrupted", None, Some(reason.clone()));
+                self.open_runs.remove(run_id);
+            }
+            Event::MessageAssistant { .. }
+            | Event::ModelRequested { .. }
+            | Event::ModelResponded { .. }
+            | Event::Warning { .. }
+            | Event::Checkpoint { .. }
+            | Event::Unknown => {}
+        }
+    }
+
+    fn set_run(
+        &mut self,
+        run_id: &str,
+        status: &str,
+        result: Option<String>,
+        error: Option<String>,
+    ) {
+        self.runs.insert(
+            run_id.to_string(),
+            RunSummary {
+                run_id: run_id.to_string(),
+                status: status.to_string(),
+                result,
+                error,
+            },
+        );
+        self.last_run = Some(run_id.to_string());
+    }
+
+    pub fn status(&self) -> &'static str {
+        if self.archived {
+            "archived"
+        } else if self.open_runs.is_empty() {
+            "idle"
+        } else {
+            "running"
+        }
+    }
+
+    pub fn summary(&self) -> Summary {
+        Summary {
+            title: self.title.clone(),
+            status: self.status().to_string(),
+            head_seq: self.head_seq,
+            last_run: self
+                .last_run
+                .as_ref()
+                .and_then(|id| self.runs.get(id).cloned()),
+            usage: self.usage,
+            todos: self.todos.clone(),
+        }
+    }
+
+    /// Permission requests still waiting for an answer, oldest first.
+    pub fn pending_permissions(&self) -> Vec<EventFrame> {
+        let mut frames: Vec<EventFrame> = self
+            .open_runs
+            .values()
+            .flat_map(|run| run.open_permissions.values().cloned())
+            .collect();
+        frames.sort_by_key(|f| f.seq);
+        frames
+    }
+}
+
+/// A session title from the first prompt: the first line, at most 60 characters.
+pub fn title_from_prompt(prompt: &str) -> String {
+    let line = prompt.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut title: String = line.trim().chars().take(60).collect();
+    if line.trim().chars().count() > 60 {
+        title.push('…');
+    }
+    title
+}
+
+/// Builds the protocol's session info from a stored record and its summary JSON.
+pub fn session_info(record: &lumina_journal::SessionRecord) -> SessionInfo {
+    let summary: Summary = serde_json::from_value(record.summary.clone()).unwrap_or_default();
+    SessionInfo {
+        id: record.session_id.clone(),
+        title: if summary.title.is_empty() {
+            record.title.clone()
+        } else {
+            summary.title
+        },
+        project_root: record.project_root.clone(),
+        created_at_ms: record.created_at_ms,
+        updated_at_ms: record.updated_at_ms,
+        status: if record.archived {
+            "archived".to_string()
+        } else if summary.status.is_empty() {
+            "idle".to_string()
+        } else {
+            summary.status
+        },
+        head_seq: summary.head_seq,
+        last_run: summary.last_run,
+        usage: summary.usage,
+    }
+}

@@ -1,0 +1,129 @@
+//! Per-run settings: the layered settings of SYSTEM §3 (re-read before every turn) plus the
+//! submit's overrides, resolved into a model client, a permission engine and tool limits.
+
+use std::path::Path;
+use std::time::Duration;
+
+use lumina_config::{AppRoot, Env, Settings};
+use lumina_model::{ApiType, ModelClient, ModelEndpoint, ModelOptions};
+use lumina_tools::permission::{PermissionEngine, PermissionMode, PermissionRules};
+use serde_json::{Map, Value};
+
+/// Setting keys a submit may override (the CLI's flags and environment).
+const OVERRIDABLE: &[&str] = &[
+    "api_key",
+    "api_base_url",
+    "api_model",
+    "api_type",
+    "max_tokens",
+    "max_output_tokens",
+    "permission_mode",
+    "fallback_api_enabled",
+    "fallback_api_key",
+    "fallback_api_base_url",
+    "fallback_api_model",
+    "fallback_api_type",
+];
+
+/// Keeps only the overridable keys of a submit's `settings` object.
+pub fn sanitize_overrides(value: &Value) -> Result<Map<String, Value>, String> {
+    match value {
+        Value::Null => Ok(Map::new()),
+        Value::Object(map) => Ok(map
+            .iter()
+            .filter(|(k, _)| OVERRIDABLE.contains(&k.as_str()))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()),
+        _ => Err("`settings` must be an object".into()),
+    }
+}
+
+/// Everything a run step needs from settings.
+#[derive(Clone)]
+pub struct RunSettings {
+    pub overrides: Map<String, Value>,
+    pub settings: Settings,
+    pub permission_mode: PermissionMode,
+    pub permissions: PermissionEngine,
+    pub max_tokens: u64,
+    pub compaction_threshold: f64,
+    pub shell_timeout_ms: u64,
+    pub shell_max_timeout_ms: u64,
+    pub output_cap_bytes: usize,
+}
+
+impl RunSettings {
+    /// Loads the layered settings for a project with a submit's overrides on top.
+    pub fn load(
+        app_root: &AppRoot,
+        project_root: &Path,
+        env: &Env,
+        overrides: Map<String, Value>,
+    ) -> Result<RunSettings, String> {
+        let settings = lumina_config::load(app_root, Some(project_root), env, &overrides)
+            .map_err(|e| e.to_string())?;
+        let permission_mode: PermissionMode = settings.permission_mode.parse().map_err(|_| {
+            format!(
+                "unknown permission_mode `{}` (use ask, accept-edits or bypass)",
+                settings.permission_mode
+            )
+        })?;
+        let rules = PermissionRules {
+            allow: settings.permissions.allow.clone(),
+            deny: settings.permissions.deny.clone(),
+        };
+        let permissions = PermissionEngine::new(&rules)
+            .map_err(|e| format!("permissions: {e}"))?
+            .with_project_root(project_root);
+        Ok(RunSettings {
+            overrides,
+            permission_mode,
+            permissions,
+            max_tokens: settings.max_tokens,
+            compaction_threshold: settings.compaction_threshold,
+            shell_timeout_ms: settings.shell_timeout_ms,
+            shell_max_timeout_ms: settings.shell_max_timeout_ms,
+            output_cap_bytes: settings.tool_output_cap_bytes,
+            settings,
+        })
+    }
+
+    /// Checks that a model is configured; the error names what to set.
+    pub fn check_model(&self) -> Result<(), String> {
+        self.settings
+            .model_endpoints()
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    pub fn model_name(&self) -> String {
+        self.settings.api_model.clone().unwrap_or_default()
+    }
+
+    pub fn api_type_name(&self) -> String {
+        self.settings.api_type.clone()
+    }
+
+    /// Builds the streaming client (primary + optional fallback).
+    pub fn model_client(&self) -> Result<ModelClient, String> {
+        let models = self.settings.model_endpoints().map_err(|e| e.to_string())?;
+        let endpoint = |e: &lumina_config::EndpointSettings| -> Result<ModelEndpoint, String> {
+            Ok(ModelEndpoint {
+                api_type: ApiType::parse(&e.api_type)
+                    .ok_or_else(|| format!("unknown api_type `{}`", e.api_type))?,
+                base_url: e.base_url.clone(),
+                model: e.model.clone(),
+                api_key: e.api_key.clone(),
+            })
+        };
+        let primary = endpoint(&models.primary)?;
+        let fallback = models.fallback.as_ref().map(endpoint).transpose()?;
+        let options = ModelOptions {
+            max_output_tokens: self.settings.max_output_tokens,
+            idle_timeout: Duration::from_millis(self.settings.model_idle_timeout_ms),
+            max_retries: self.settings.model_max_retries,
+            ..ModelOptions::default()
+        };
+        ModelClient::new(primary, fallback, options).map_err(|e| e.to_string())
+    }
+}

@@ -1,0 +1,12 @@
+//! Test-only helpers for Lumina: a scripted model server (the one stand-in Lumina's tests
+//! use, see CONVENTIONS "Tests") and, later, launchers for real PostgreSQL and Redis
+//! processes on free ports (SYSTEM.md §12).
+//!
+//! Nothing here is used by production code paths.
+
+pub mod model_server;
+
+pub use model_server::{
+    HttpError, RecordedRequest, ScriptedApi, ScriptedModelServer, ScriptedToolCall, ScriptedUsage,
+    Turn,
+};

@@ -1,0 +1,46 @@
+//! The built-in tools (SYSTEM.md §7), one module each, and [`builtin_registry`].
+//!
+//! Every tool parses its arguments through [`args::parse`] (so a bad argument becomes an
+//! error output naming the field) and confines paths with [`crate::paths`].
+
+mod args;
+mod edit_file;
+mod fsutil;
+mod glob;
+mod grep;
+mod list_dir;
+mod process_group;
+mod read_file;
+mod shell;
+mod shell_output;
+mod todo_write;
+mod walk;
+mod write_file;
+
+use std::sync::Arc;
+
+pub use edit_file::EditFile;
+pub use glob::{Glob, MAX_RESULTS as GLOB_MAX_RESULTS};
+pub use grep::{Grep, MAX_MATCHES as GREP_MAX_MATCHES};
+pub use list_dir::{ListDir, MAX_ENTRIES as LIST_DIR_MAX_ENTRIES};
+pub use read_file::{ReadFile, DEFAULT_LIMIT as READ_FILE_DEFAULT_LIMIT, MAX_LINE_CHARS};
+pub use shell::Shell;
+pub use todo_write::{Todo, TodoStatus, TodoWrite};
+pub use write_file::WriteFile;
+
+use crate::ToolRegistry;
+
+/// A registry with every built-in tool of this crate (`web_*`, `memory_*`, `agent` and MCP
+/// tools live elsewhere and are registered by the runtime).
+pub fn builtin_registry() -> ToolRegistry {
+    let mut registry = ToolRegistry::new();
+    registry.register(Arc::new(ReadFile));
+    registry.register(Arc::new(WriteFile));
+    registry.register(Arc::new(EditFile));
+    registry.register(Arc::new(ListDir));
+    registry.register(Arc::new(Glob));
+    registry.register(Arc::new(Grep));
+    registry.register(Arc::new(Shell));
+    registry.register(Arc::new(TodoWrite));
+    registry
+}

@@ -1,0 +1,164 @@
+//! Built-in tools (SYSTEM.md §7), the tool registry, and the permission engine.
+//!
+//! A tool never decides whether it may run: the runtime asks [`permission::PermissionEngine`]
+//! first. A tool does confine itself to the project root ([`paths`]).
+//!
+//! - [`builtin`]: `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep`, `shell`,
+//!   `todo_write`, and [`builtin_registry`] with all of them.
+//! - [`permission`]: modes, allow/deny rules, session grants, [`permission::args_hash`].
+//! - [`paths`]: resolution of path arguments inside the project root.
+
+pub mod builtin;
+pub mod error;
+pub mod paths;
+pub mod permission;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+/// What a tool needs from the session running it.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// Absolute, canonical project root. Every path argument resolves inside it.
+    pub project_root: PathBuf,
+    /// `<AppRoot>/state/tool-results/<session_id>`: where full outputs are kept.
+    pub results_dir: PathBuf,
+    pub session_id: String,
+    pub call_id: String,
+    pub cancel: CancellationToken,
+    /// Shell defaults; `shell{timeout_ms}` may lower or raise the timeout up to `max`.
+    pub shell_timeout_ms: u64,
+    pub shell_max_timeout_ms: u64,
+    /// Bytes of output the model sees; the rest is in the full-output file.
+    pub output_cap_bytes: usize,
+}
+
+impl ToolContext {
+    /// Default shell timeout when the call gives none: 2 minutes.
+    pub const DEFAULT_SHELL_TIMEOUT_MS: u64 = 120_000;
+    /// Default upper bound for `shell{timeout_ms}`: 10 minutes.
+    pub const DEFAULT_SHELL_MAX_TIMEOUT_MS: u64 = 600_000;
+    /// Default bytes of tool output shown to the model.
+    pub const DEFAULT_OUTPUT_CAP_BYTES: usize = 30_000;
+
+    /// A context with the documented defaults and a fresh cancellation token.
+    pub fn new(
+        project_root: impl Into<PathBuf>,
+        results_dir: impl Into<PathBuf>,
+        session_id: impl Into<String>,
+        call_id: impl Into<String>,
+    ) -> Self {
+        Self {
+            project_root: project_root.into(),
+            results_dir: results_dir.into(),
+            session_id: session_id.into(),
+            call_id: call_id.into(),
+            cancel: CancellationToken::new(),
+            shell_timeout_ms: Self::DEFAULT_SHELL_TIMEOUT_MS,
+            shell_max_timeout_ms: Self::DEFAULT_SHELL_MAX_TIMEOUT_MS,
+            output_cap_bytes: Self::DEFAULT_OUTPUT_CAP_BYTES,
+        }
+    }
+}
+
+/// Describes a tool to the model and the permission engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolDescriptor {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    /// Read-only tools never modify anything; `ask` mode runs them without asking.
+    pub read_only: bool,
+    /// Edits files in the project (`accept-edits` mode allows these without asking).
+    pub edits_files: bool,
+}
+
+/// A tool's result. Errors are results too (`is_error`), never panics or `Err`s: the model
+/// sees the message and can correct itself.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub content: String,
+    pub is_error: bool,
+    /// Structured extras: `diff` (unified diff of an edit), `exit_code`, `full_output_path`,
+    /// `todos` (for `todo_write`), `truncated`.
+    pub metadata: Value,
+}
+
+impl ToolOutput {
+    pub fn ok(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: false,
+            metadata: Value::Null,
+        }
+    }
+
+    pub fn error(content: impl Into<String>) -> Self {
+        Self {
+            content: content.into(),
+            is_error: true,
+            metadata: Value::Null,
+        }
+    }
+
+    pub fn with_metadata(mut self, metadata: Value) -> Self {
+        self.metadata = metadata;
+        self
+    }
+}
+
+#[async_trait]
+pub trait Tool: Send + Sync + 'static {
+    fn descriptor(&self) -> ToolDescriptor;
+
+    /// Runs the tool. Invalid arguments produce an error output naming the problem.
+    async fn call(&self, ctx: &ToolContext, args: Value) -> ToolOutput;
+
+    /// A human preview for a permission dialog (a unified diff for edits, the command for
+    /// shell). `None` when the arguments say it all.
+    async fn preview(&self, _ctx: &ToolContext, _args: &Value) -> Option<String> {
+        None
+    }
+}
+
+/// The set of tools a session offers, by name.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: Vec<Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a tool; a later tool with the same name replaces the earlier one.
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        let name = tool.descriptor().name;
+        self.tools.retain(|t| t.descriptor().name != name);
+        self.tools.push(tool);
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools
+            .iter()
+            .find(|t| t.descriptor().name == name)
+            .cloned()
+    }
+
+    pub fn descriptors(&self) -> Vec<ToolDescriptor> {
+        self.tools.iter().map(|t| t.descriptor()).collect()
+    }
+
+    /// Tool names in registration order.
+    pub fn names(&self) -> Vec<String> {
+        self.tools.iter().map(|t| t.descriptor().name).collect()
+    }
+}
+
+pub use builtin::builtin_registry;
+pub use error::{Error, Result};

@@ -1,0 +1,238 @@
+//! One permission rule, parsed once from its settings string.
+//!
+//! Grammar: `tool` or `tool(specifier)`. `tool` is a name or a name glob (`mcp__github__*`).
+//! The specifier depends on the tool:
+//! - `shell(git status:*)`: the command is `git status` or starts with `git status `;
+//!   `shell(npm test)`: exactly that command (whitespace outside quotes normalized).
+//! - any other tool, e.g. `write_file(src/**)`: a glob on the `path` argument, relative to the
+//!   project root (`*` stays within a directory, `**` crosses them); a glob starting with `/`
+//!   matches the absolute path instead.
+//! - `tool(*)` is the same as bare `tool`: any call.
+
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+use serde_json::Value;
+
+use super::shell_words;
+use crate::error::{Error, Result};
+use crate::paths;
+
+/// The tool whose specifier is a command rather than a path.
+const SHELL_TOOL: &str = "shell";
+
+/// Whether a rule is being checked to allow or to deny: allow rules fail closed on
+/// compound shell commands, deny rules look inside them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Purpose {
+    Allow,
+    Deny,
+}
+
+#[derive(Debug, Clone)]
+enum Spec {
+    Any,
+    ShellExact(String),
+    ShellPrefix(String),
+    Path {
+        matcher: GlobMatcher,
+        absolute: bool,
+    },
+}
+
+/// A parsed permission rule.
+#[derive(Debug, Clone)]
+pub struct Rule {
+    source: String,
+    tool: GlobMatcher,
+    spec: Spec,
+}
+
+impl Rule {
+    /// Parses a rule string such as `shell(git status:*)` or `write_file(src/**)`.
+    pub fn parse(text: &str) -> Result<Self> {
+        let invalid = |reason: &str| Error::InvalidRule {
+            rule: text.to_string(),
+            reason: reason.to_string(),
+        };
+        let trimmed = text.trim();
+        if trimmed.is_empty() {
+            return Err(invalid("the rule is empty"));
+        }
+        let (name, spec) = match trimmed.find('(') {
+            None if trimmed.contains(')') => return Err(invalid("unbalanced `)`")),
+            None => (trimmed, None),
+            Some(open) => {
+                let Some(inner) = trimmed[open + 1..].strip_suffix(')') else {
+                    return Err(invalid("expected `)` at the end"));
+                };
+                (trimmed[..open].trim(), Some(inner.trim()))
+            }
+        };
+        if name.is_empty() {
+            return Err(invalid("missing tool name"));
+        }
+        if !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.' | '*' | '?'))
+        {
+            return Err(invalid(
+                "a tool name may contain letters, digits, `_`, `-`, `.` and the wildcards `*` and `?`",
+            ));
+        }
+        let tool = GlobBuilder::new(name)
+            .build()
+            .map_err(|e| invalid(&format!("bad tool name pattern: {e}")))?
+            .compile_matcher();
+
+        let spec = match spec {
+            None | Some("*") => Spec::Any,
+            Some("") => {
+                return Err(invalid(
+                    "empty parentheses; write the tool name alone to match any call",
+                ))
+            }
+            Some(command) if name == SHELL_TOOL => parse_shell_spec(command).map_err(invalid)?,
+            Some(glob) => {
+                let glob = glob.strip_prefix("./").unwrap_or(glob);
+                let matcher = GlobBuilder::new(glob)
+                    .literal_separator(true)
+                    .build()
+                    .map_err(|e| invalid(&format!("bad path glob: {e}")))?
+                    .compile_matcher();
+                Spec::Path {
+                    matcher,
+                    absolute: glob.starts_with('/'),
+                }
+            }
+        };
+        Ok(Self {
+            source: trimmed.to_string(),
+            tool,
+            spec,
+        })
+    }
+
+    /// The rule as written (trimmed).
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    /// Whether this rule applies to a call of `tool` with `args`.
+    pub(crate) fn matches(
+        &self,
+        tool: &str,
+        args: &Value,
+        root: Option<&Path>,
+        purpose: Purpose,
+    ) -> bool {
+        if !self.tool.is_match(tool) {
+            return false;
+        }
+        match &self.spec {
+            Spec::Any => true,
+            Spec::ShellExact(_) | Spec::ShellPrefix(_) => {
+                let Some(command) = args.get("command").and_then(Value::as_str) else {
+                    return false;
+                };
+                match purpose {
+                    Purpose::Allow => {
+                        !shell_words::is_compound(command)
+                            && self.command_matches(&shell_words::normalize(command))
+                    }
+                    Purpose::Deny => shell_words::deny_candidates(command)
+                        .iter()
+                        .any(|candidate| self.command_matches(candidate)),
+                }
+            }
+            Spec::Path { matcher, absolute } => {
+                let Some(path) = args.get("path").and_then(Value::as_str) else {
+                    return false;
+                };
+                let subject = PathSubject::new(path, root);
+                let candidate = if *absolute {
+                    subject.absolute
+                } else {
+                    subject.relative
+                };
+                candidate.is_some_and(|p| matcher.is_match(p))
+            }
+        }
+    }
+
+    fn command_matches(&self, normalized: &str) -> bool {
+        match &self.spec {
+            Spec::ShellExact(exact) => normalized == exact,
+            Spec::ShellPrefix(prefix) => shell_words::has_prefix(normalized, prefix),
+            Spec::Any | Spec::Path { .. } => false,
+        }
+    }
+}
+
+fn parse_shell_spec(spec: &str) -> std::result::Result<Spec, &'static str> {
+    const WILDCARD: &str =
+        "wildcards in shell rules are only supported as a trailing `:*` (prefix match)";
+    match spec.strip_suffix(":*") {
+        Some(prefix) => {
+            let prefix = shell_words::normalize(prefix);
+            if prefix.is_empty() {
+                Err("empty command prefix before `:*`")
+            } else if prefix.contains('*') {
+                Err(WILDCARD)
+            } else {
+                Ok(Spec::ShellPrefix(prefix))
+            }
+        }
+        None if spec.contains('*') => Err(WILDCARD),
+        None => Ok(Spec::ShellExact(shell_words::normalize(spec))),
+    }
+}
+
+/// The forms of a path argument rules are matched against.
+struct PathSubject {
+    /// Relative to the project root, when the path is inside it.
+    relative: Option<PathBuf>,
+    /// Absolute and normalized, when it can be determined.
+    absolute: Option<PathBuf>,
+}
+
+impl PathSubject {
+    fn new(input: &str, root: Option<&Path>) -> Self {
+        let Some(root) = root else {
+            // No root known: only purely lexical forms.
+            let lexical = paths::lexical_normalize(Path::new(input));
+            return if lexical.is_absolute() {
+                Self {
+                    relative: None,
+                    absolute: Some(lexical),
+                }
+            } else if lexical.starts_with("..") {
+                Self {
+                    relative: None,
+                    absolute: None,
+                }
+            } else {
+                Self {
+                    relative: Some(lexical),
+                    absolute: None,
+                }
+            };
+        };
+        // Resolve exactly as the tool will, so a symlink to `.env` is judged as `.env`.
+        match (paths::resolve(root, input), paths::canonical_root(root)) {
+            (Ok(absolute), Ok(canonical)) => Self {
+                relative: absolute
+                    .strip_prefix(&canonical)
+                    .ok()
+                    .map(Path::to_path_buf),
+                absolute: Some(absolute),
+            },
+            // Outside the root (the tool will refuse it anyway) or unresolvable: only rules
+            // on absolute paths can say anything about it.
+            _ => Self {
+                relative: None,
+                absolute: Some(paths::lexical_normalize(&root.join(input))),
+            },
+        }
+    }
+}

@@ -1,0 +1,123 @@
+//! The built-in registry and the permission engine with the real descriptors.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use pretty_assertions::assert_eq;
+use serde_json::{json, Value};
+
+use lumina_tools::builtin::ReadFile;
+use lumina_tools::permission::{PermissionEngine, PermissionMode, PermissionRules, Verdict};
+use lumina_tools::{builtin_registry, ToolRegistry};
+
+#[test]
+fn builtin_registry_has_every_tool_with_strict_schemas() {
+    let registry = builtin_registry();
+    assert_eq!(
+        registry.names(),
+        vec![
+            "read_file",
+            "write_file",
+            "edit_file",
+            "list_dir",
+            "glob",
+            "grep",
+            "shell",
+            "todo_write"
+        ]
+    );
+    let flags: Vec<(String, bool, bool)> = registry
+        .descriptors()
+        .into_iter()
+        .map(|d| (d.name, d.read_only, d.edits_files))
+        .collect();
+    let expected: Vec<(String, bool, bool)> = [
+        ("read_file", true, false),
+        ("write_file", false, true),
+        ("edit_file", false, true),
+        ("list_dir", true, false),
+        ("glob", true, false),
+        ("grep", true, false),
+        ("shell", false, false),
+        ("todo_write", false, false),
+    ]
+    .into_iter()
+    .map(|(n, r, e)| (n.to_string(), r, e))
+    .collect();
+    assert_eq!(flags, expected);
+
+    for d in registry.descriptors() {
+        let schema = &d.input_schema;
+        assert_eq!(schema["type"], json!("object"), "{}", d.name);
+        assert_eq!(schema["additionalProperties"], json!(false), "{}", d.name);
+        let required = schema["required"].as_array().unwrap();
+        assert!(!required.is_empty(), "{}", d.name);
+        for field in required {
+            assert!(
+                schema["properties"].get(field.as_str().unwrap()).is_some(),
+                "{}: required field {field} has no property",
+                d.name
+            );
+        }
+        assert!(!d.description.is_empty());
+    }
+}
+
+#[test]
+fn register_replaces_a_tool_of_the_same_name() {
+    let mut registry = ToolRegistry::new();
+    registry.register(Arc::new(ReadFile));
+    registry.register(Arc::new(ReadFile));
+    assert_eq!(registry.names(), vec!["read_file"]);
+    assert!(registry.get("read_file").is_some());
+    assert!(registry.get("nope").is_none());
+}
+
+#[test]
+fn permission_decisions_for_the_builtin_tools() {
+    let registry = builtin_registry();
+    let engine = PermissionEngine::new(&PermissionRules {
+        allow: vec!["shell(cargo test:*)".into()],
+        deny: vec!["write_file(.env)".into()],
+    })
+    .unwrap();
+    let grants = HashSet::new();
+    let decide = |mode: PermissionMode, name: &str, args: Value| {
+        let descriptor = registry.get(name).unwrap().descriptor();
+        engine.decide(mode, &descriptor, &args, &grants)
+    };
+    let mode = Verdict::Allow { by: "mode" };
+    let ask = PermissionMode::Ask;
+    for name in ["read_file", "list_dir", "glob", "grep"] {
+        assert_eq!(
+            decide(ask, name, json!({"path": "x", "pattern": "x"})),
+            mode,
+            "{name}"
+        );
+    }
+    assert_eq!(decide(ask, "todo_write", json!({"todos": []})), mode);
+    assert_eq!(
+        decide(ask, "write_file", json!({"path": "a", "content": ""})),
+        Verdict::Ask
+    );
+    assert_eq!(decide(ask, "edit_file", json!({"path": "a"})), Verdict::Ask);
+    assert_eq!(decide(ask, "shell", json!({"command": "ls"})), Verdict::Ask);
+    assert_eq!(
+        decide(ask, "shell", json!({"command": "cargo test -p x"})),
+        Verdict::Allow { by: "rule" }
+    );
+    let edits = PermissionMode::AcceptEdits;
+    assert_eq!(decide(edits, "edit_file", json!({"path": "a"})), mode);
+    assert_eq!(
+        decide(edits, "shell", json!({"command": "ls"})),
+        Verdict::Ask
+    );
+    assert!(matches!(
+        decide(
+            PermissionMode::Bypass,
+            "write_file",
+            json!({"path": ".env", "content": ""})
+        ),
+        Verdict::Deny { .. }
+    ));
+}
