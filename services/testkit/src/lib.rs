@@ -5,6 +5,8 @@
 //! Nothing here is used by production code paths.
 
 pub mod model_server;
+pub mod postgres;
+pub mod redis;
 
 pub use model_server::{
     HttpError, RecordedRequest, ScriptedApi, ScriptedModelServer, ScriptedToolCall, ScriptedUsage,

@@ -96,3 +96,39 @@ async fn many_sessions_run_concurrently_on_one_backend() {
     assert_eq!(h.state.runtime.list_sessions(false).await.unwrap().len(), 8);
     h.stop().await;
 }
+
+#[tokio::test]
+async fn archive_moves_a_session_out_of_the_list_and_keeps_it_readable() {
+    let h = Harness::start("anthropic", vec![Turn::text("hi")]).await;
+    let (client, mut notes) = h.client().await;
+    let session = h.session(&client).await;
+    let run = client
+        .session_submit(&submit(&session.id, "hello", bypass()))
+        .await
+        .unwrap();
+    until_run_end(&mut notes, &run.run_id).await;
+    client.session_archive(&session.id).await.unwrap();
+    assert!(client.session_list(false).await.unwrap().is_empty());
+    let all = client.session_list(true).await.unwrap();
+    assert_eq!(all.len(), 1);
+    assert_eq!(all[0].status, "archived");
+    let dir = h.tmp.path().join("app/data/sessions");
+    assert!(dir
+        .join("archive")
+        .join(&session.id)
+        .join("runtime.sqlite")
+        .exists());
+    assert!(!dir.join("active").join(&session.id).exists());
+    // Still readable, but no new runs.
+    let page = client.session_events(&session.id, 0, None).await.unwrap();
+    assert_eq!(page.events.last().unwrap().event.kind(), "session.archived");
+    let err = client
+        .session_submit(&submit(&session.id, "again", bypass()))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.server_error().unwrap().code,
+        lumina_protocol::ErrorCode::Conflict
+    );
+    h.stop().await;
+}

@@ -1,0 +1,1 @@
+//! Redis coordination for the cluster profile (to be written).

@@ -1,0 +1,1 @@
+//! Launches a real PostgreSQL (with pgvector) on a free loopback port (to be written).

@@ -1,0 +1,1 @@
+//! Launches a real Redis on a free loopback port (to be written).
