@@ -12,7 +12,7 @@ use lumina_journal::sqlite::SqliteJournal;
 use lumina_journal::LOCAL_FENCE;
 use lumina_protocol::methods::ServerInfo;
 use lumina_protocol::{PROTOCOL_VERSION, WS_PATH};
-use lumina_runtime::{Runtime, RuntimeOptions};
+use lumina_runtime::{AlwaysOwned, Runtime, RuntimeOptions};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
@@ -54,11 +54,11 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
             app_root: app_root.clone(),
             env: options.env.clone(),
             tenant: "local".into(),
-            fence: LOCAL_FENCE,
             default_project_root: options.project_root.clone(),
         },
         Arc::new(store),
         lumina_tools::builtin_registry(),
+        Arc::new(AlwaysOwned(LOCAL_FENCE)),
     );
     let recovered = runtime
         .recover_all()
@@ -127,10 +127,7 @@ pub async fn serve(options: LocalOptions) -> anyhow::Result<()> {
 /// Interrupts running runs and waits (bounded) for them to journal their end.
 pub async fn stop_runs(state: &AppState) {
     state.runtime.cancel_all().await;
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-    while state.runtime.any_running().await && tokio::time::Instant::now() < deadline {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    state.runtime.wait_idle(Duration::from_secs(5)).await;
 }
 
 async fn wait_for_signal(shutdown: CancellationToken) {

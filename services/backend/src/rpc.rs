@@ -82,7 +82,7 @@ async fn dispatch(conn: &Arc<Conn>, frame: ClientFrame) -> Result<Dispatched, Er
             ok(SessionInfoResult {
                 session: session.info().await.map_err(rt)?,
                 owner: conn.state.info.instance_id.clone(),
-                fence: runtime.fence(),
+                fence: session.journal().fence(),
             })
         }
         SESSION_RESUME => {

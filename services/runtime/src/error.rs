@@ -20,6 +20,12 @@ pub enum Error {
     BadProjectRoot(String),
     #[error("this instance no longer owns the session (fenced)")]
     Fenced,
+    #[error("session {session} is owned by instance {owner}")]
+    OwnedElsewhere { session: String, owner: String },
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("this instance is draining and takes no new sessions")]
+    Draining,
     #[error("settings: {0}")]
     Settings(String),
     #[error("journal: {0}")]
@@ -48,7 +54,9 @@ impl Error {
                 ErrorCode::InvalidParams
             }
             Error::Archived(_) | Error::Busy(_) => ErrorCode::Conflict,
-            Error::Fenced => ErrorCode::Fenced,
+            Error::Fenced | Error::OwnedElsewhere { .. } => ErrorCode::Fenced,
+            Error::Unavailable(_) => ErrorCode::Unavailable,
+            Error::Draining => ErrorCode::Draining,
             Error::Journal(lumina_journal::Error::Conflict { .. })
             | Error::Journal(lumina_journal::Error::DuplicateCommand(_)) => ErrorCode::Conflict,
             Error::Journal(lumina_journal::Error::Unavailable(_)) => ErrorCode::Unavailable,

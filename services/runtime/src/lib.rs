@@ -34,10 +34,31 @@ pub struct RuntimeOptions {
     pub env: Env,
     /// Tenant whose sessions this runtime serves (local profile: `local`).
     pub tenant: String,
-    /// The writer's fencing token (local profile: [`lumina_journal::LOCAL_FENCE`]).
-    pub fence: Fence,
     /// Project root for sessions created without one.
     pub default_project_root: PathBuf,
+}
+
+/// Decides whether this instance may write a session, and with which fencing token.
+/// Local profile: [`AlwaysOwned`]; cluster profile: a Redis lease whose token is minted on
+/// every acquisition.
+#[async_trait::async_trait]
+pub trait Ownership: Send + Sync + 'static {
+    /// The fence to write `session_id` with, acquiring ownership when needed. Fails when this
+    /// instance may not own the session (draining, or another instance holds it).
+    async fn acquire(&self, session_id: &str) -> Result<Fence>;
+
+    /// Called when the runtime stops writing a session (eviction, archive).
+    async fn release(&self, _session_id: &str) {}
+}
+
+/// The local profile's in-process lease: always held, one constant fence.
+pub struct AlwaysOwned(pub Fence);
+
+#[async_trait::async_trait]
+impl Ownership for AlwaysOwned {
+    async fn acquire(&self, _session_id: &str) -> Result<Fence> {
+        Ok(self.0)
+    }
 }
 
 /// State every session of a runtime shares.
@@ -53,11 +74,17 @@ pub struct Runtime {
     shared: Arc<Shared>,
     options: Arc<RuntimeOptions>,
     store: Arc<dyn JournalStore>,
+    ownership: Arc<dyn Ownership>,
     sessions: Arc<Mutex<HashMap<String, Arc<Session>>>>,
 }
 
 impl Runtime {
-    pub fn new(options: RuntimeOptions, store: Arc<dyn JournalStore>, tools: ToolRegistry) -> Self {
+    pub fn new(
+        options: RuntimeOptions,
+        store: Arc<dyn JournalStore>,
+        tools: ToolRegistry,
+        ownership: Arc<dyn Ownership>,
+    ) -> Self {
         Self {
             shared: Arc::new(Shared {
                 app_root: options.app_root.clone(),
@@ -66,16 +93,13 @@ impl Runtime {
             }),
             options: Arc::new(options),
             store,
+            ownership,
             sessions: Arc::new(Mutex::new(HashMap::new())),
         }
     }
 
     pub fn tenant(&self) -> &str {
         &self.options.tenant
-    }
-
-    pub fn fence(&self) -> Fence {
-        self.options.fence
     }
 
     pub fn store(&self) -> &Arc<dyn JournalStore> {
@@ -128,9 +152,8 @@ impl Runtime {
             archived: false,
             summary: serde_json::Value::Null,
         };
-        self.store
-            .create_session(&record, self.options.fence)
-            .await?;
+        let fence = self.ownership.acquire(&session_id).await?;
+        self.store.create_session(&record, fence).await?;
         let session = self.session(&session_id).await?;
         session
             .journal()
@@ -151,11 +174,16 @@ impl Runtime {
         Ok(records.iter().map(projection::session_info).collect())
     }
 
-    /// The open session, opening (and recovering) it on first use.
+    /// The open session, opening (and recovering) it on first use. Opening acquires
+    /// ownership; a session whose writer was fenced is reopened with a fresh fence.
     pub async fn session(&self, session_id: &str) -> Result<Arc<Session>> {
         let mut sessions = self.sessions.lock().await;
         if let Some(session) = sessions.get(session_id) {
-            return Ok(session.clone());
+            if !session.is_fenced() {
+                return Ok(session.clone());
+            }
+            session.cancel_all();
+            sessions.remove(session_id);
         }
         let key = self.key(session_id);
         let record = self
@@ -163,7 +191,8 @@ impl Runtime {
             .session(&key.tenant, session_id)
             .await?
             .ok_or_else(|| Error::SessionNotFound(session_id.to_string()))?;
-        let journal = SessionJournal::open(self.store.clone(), key, self.options.fence).await?;
+        let fence = self.ownership.acquire(session_id).await?;
+        let journal = SessionJournal::open(self.store.clone(), key, fence).await?;
         if !record.archived {
             recovery::close_open_work(&journal).await?;
         }
@@ -191,9 +220,41 @@ impl Runtime {
             .await?;
         self.sessions.lock().await.remove(session_id);
         self.store
-            .archive(&self.key(session_id), self.options.fence)
+            .archive(&self.key(session_id), session.journal().fence())
             .await?;
+        self.ownership.release(session_id).await;
         Ok(())
+    }
+
+    /// Stops writing a session at once: cancels its run and forgets its in-memory state
+    /// (a lost lease, or a hand-over during drain). Returns whether it was open.
+    pub async fn evict(&self, session_id: &str) -> bool {
+        let removed = self.sessions.lock().await.remove(session_id);
+        match removed {
+            Some(session) => {
+                session.mark_fenced();
+                session.cancel_all();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Ids of the sessions open on this runtime.
+    pub async fn open_session_ids(&self) -> Vec<String> {
+        self.sessions.lock().await.keys().cloned().collect()
+    }
+
+    /// Waits (bounded) until no run is in flight; false on timeout.
+    pub async fn wait_idle(&self, timeout: std::time::Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while self.any_running().await {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        true
     }
 
     /// Cancels every running run (shutdown).

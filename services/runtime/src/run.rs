@@ -41,6 +41,7 @@ pub(crate) async fn execute(ctx: RunContext) {
     let outcome = match run_loop(&ctx).await {
         Ok(outcome) => outcome,
         Err(Error::Fenced) => {
+            ctx.session.mark_fenced();
             tracing::warn!(session_id = %journal.session_id(), run_id = %ctx.run_id, "run stopped: session fenced by a newer owner");
             return;
         }

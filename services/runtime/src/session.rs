@@ -3,6 +3,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use lumina_journal::CommandRecord;
@@ -43,6 +44,9 @@ pub struct Session {
     project_root: PathBuf,
     shared: Arc<Shared>,
     state: StdMutex<State>,
+    /// Set when a write was refused for an older fence or the session was evicted: this
+    /// instance must not write it again.
+    fenced: AtomicBool,
 }
 
 impl Session {
@@ -52,7 +56,16 @@ impl Session {
             project_root,
             shared,
             state: StdMutex::new(State::default()),
+            fenced: AtomicBool::new(false),
         }
+    }
+
+    pub fn is_fenced(&self) -> bool {
+        self.fenced.load(Ordering::SeqCst)
+    }
+
+    pub(crate) fn mark_fenced(&self) {
+        self.fenced.store(true, Ordering::SeqCst);
     }
 
     pub fn journal(&self) -> &Arc<SessionJournal> {
@@ -144,6 +157,9 @@ impl Session {
         }
         if let Some(existing) = self.existing_run(&params.idempotency_key).await? {
             return Ok(existing);
+        }
+        if self.is_fenced() {
+            return Err(Error::Fenced);
         }
         if self.journal.with_projection(|p| p.archived).await {
             return Err(Error::Archived(self.id().to_string()));
