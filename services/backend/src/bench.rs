@@ -77,14 +77,17 @@ async fn latency(sessions: usize, per_session: usize) -> anyhow::Result<()> {
     .await?;
     let url = format!("ws://{}{}", backend.addr, WS_PATH);
     let state = backend.state.clone();
+    let runtime = state
+        .runtime()
+        .context("the latency bench runs the local profile")?
+        .clone();
     let server = tokio::spawn(crate::server::serve(backend.listener, state.clone()));
 
     let starts: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let mut receivers = Vec::new();
     let mut writers = Vec::new();
     for _ in 0..sessions {
-        let info = state
-            .runtime
+        let info = runtime
             .create_session(SessionCreateParams {
                 project_root: Some(tmp.path().display().to_string()),
                 title: Some("bench".into()),
@@ -114,7 +117,7 @@ async fn latency(sessions: usize, per_session: usize) -> anyhow::Result<()> {
             drop(client);
             latencies
         }));
-        writers.push(state.runtime.session(&info.id).await?);
+        writers.push(runtime.session(&info.id).await?);
     }
     let wall = Instant::now();
     let mut tasks = Vec::new();

@@ -4,8 +4,11 @@
 
 pub mod auth;
 pub mod bench;
+pub mod cluster;
 pub mod endpoint;
 pub mod local;
+pub mod metered;
+pub mod metrics;
 pub mod rpc;
 pub mod server;
 pub mod ws;

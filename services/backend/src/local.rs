@@ -18,7 +18,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::LocalAuth;
 use crate::endpoint::{self, Endpoint};
-use crate::server::{self, AppState};
+use crate::metered::MeteredStore;
+use crate::metrics::Metrics;
+use crate::server::{self, AppState, Mode};
 
 /// What `serve` needs.
 #[derive(Debug, Clone)]
@@ -49,6 +51,9 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         .context("cannot load settings")?;
     let store = SqliteJournal::open(app_root.sessions_dir(), "local")
         .context("cannot open the session journal")?;
+    let metrics = Metrics::new().context("metrics")?;
+    let store: Arc<dyn lumina_journal::JournalStore> =
+        Arc::new(MeteredStore::new(Arc::new(store), metrics.clone()));
     let runtime = Runtime::new(
         RuntimeOptions {
             app_root: app_root.clone(),
@@ -56,7 +61,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
             tenant: "local".into(),
             default_project_root: options.project_root.clone(),
         },
-        Arc::new(store),
+        store,
         lumina_tools::builtin_registry(),
         Arc::new(AlwaysOwned(LOCAL_FENCE)),
     );
@@ -76,8 +81,11 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
     let addr = listener.local_addr()?;
     let token = LocalAuth::generate_token();
     let state = Arc::new(AppState {
-        runtime,
-        auth: LocalAuth::new(token.clone()),
+        mode: Mode::Local {
+            runtime: runtime.clone(),
+            auth: LocalAuth::new(token.clone()),
+        },
+        metrics,
         info: ServerInfo {
             name: "lumina-backend".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -126,8 +134,10 @@ pub async fn serve(options: LocalOptions) -> anyhow::Result<()> {
 
 /// Interrupts running runs and waits (bounded) for them to journal their end.
 pub async fn stop_runs(state: &AppState) {
-    state.runtime.cancel_all().await;
-    state.runtime.wait_idle(Duration::from_secs(5)).await;
+    if let Some(runtime) = state.runtime() {
+        runtime.cancel_all().await;
+        runtime.wait_idle(Duration::from_secs(5)).await;
+    }
 }
 
 async fn wait_for_signal(shutdown: CancellationToken) {

@@ -4,7 +4,9 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
-use lumina_backend::{bench, local};
+use std::time::Duration;
+
+use lumina_backend::{bench, cluster, local};
 use lumina_config::{AppRoot, Env};
 
 #[derive(Parser)]
@@ -25,10 +27,59 @@ enum Command {
         #[arg(long, default_value_t = 0)]
         port: u16,
     },
+    /// Apply the PostgreSQL migrations in sql/postgres (cluster profile; safe to run
+    /// concurrently).
+    Migrate {
+        #[arg(long)]
+        app_root: Option<PathBuf>,
+    },
+    /// The cluster profile.
+    Cluster {
+        #[command(subcommand)]
+        command: ClusterCommand,
+    },
     /// Measure performance (figures for docs/benchmarks.md).
     Bench {
         #[command(subcommand)]
         what: bench::BenchCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum ClusterCommand {
+    /// Serve one cluster instance (settings: see docs/operations.md). Fail-closed.
+    Serve {
+        #[arg(long)]
+        app_root: Option<PathBuf>,
+    },
+    /// Write an Ed25519 key, a JWKS and an admin JWT under <AppRoot>/config/cluster/ for a
+    /// cluster on this machine, and print the export lines to use them.
+    InitLocal {
+        #[arg(long, default_value = "local")]
+        tenant: String,
+        #[arg(long, default_value = "lumina-local")]
+        issuer: String,
+        #[arg(long, default_value = "lumina")]
+        audience: String,
+        /// Lifetime of the admin token, hours.
+        #[arg(long, default_value_t = 24 * 30)]
+        admin_ttl_hours: u64,
+        #[arg(long)]
+        app_root: Option<PathBuf>,
+    },
+    /// Mint a user JWT with the key written by init-local (printed on stdout).
+    MintToken {
+        #[arg(long)]
+        sub: String,
+        #[arg(long, default_value = "local")]
+        tenant: String,
+        /// Space- or comma-separated scopes.
+        #[arg(long, default_value = "lumina:session:read lumina:session:write")]
+        scopes: String,
+        #[arg(long, default_value_t = 3600)]
+        ttl_secs: u64,
+        #[arg(long)]
+        app_root: Option<PathBuf>,
     },
 }
 
@@ -60,6 +111,12 @@ fn main() -> ExitCode {
                 .await
             }
             Command::Bench { what } => bench::run(what).await,
+            Command::Migrate { app_root } => {
+                let env = Env::from_process();
+                let app_root = AppRoot::resolve(app_root.as_deref(), &env)?;
+                cluster::migrate(&app_root, &env).await
+            }
+            Command::Cluster { command } => run_cluster(command).await,
         }
     });
     match result {
@@ -67,6 +124,59 @@ fn main() -> ExitCode {
         Err(err) => {
             eprintln!("lumina-backend: {err:#}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run_cluster(command: ClusterCommand) -> anyhow::Result<()> {
+    let env = Env::from_process();
+    match command {
+        ClusterCommand::Serve { app_root } => {
+            let app_root = AppRoot::resolve(app_root.as_deref(), &env)?;
+            cluster::serve(cluster::ClusterOptions {
+                app_root,
+                env,
+                project_root: std::env::current_dir()?,
+            })
+            .await
+        }
+        ClusterCommand::InitLocal {
+            tenant,
+            issuer,
+            audience,
+            admin_ttl_hours,
+            app_root,
+        } => {
+            let app_root = AppRoot::resolve(app_root.as_deref(), &env)?;
+            let dir = app_root.config_dir().join("cluster");
+            let local = lumina_auth::init_local(
+                &dir,
+                &tenant,
+                &issuer,
+                &audience,
+                Duration::from_secs(admin_ttl_hours * 3600),
+            )?;
+            eprintln!(
+                "wrote {} (issuer {issuer}, audience {audience}, tenant {tenant}); instances need LUMINA_JWT_ISSUER={issuer} LUMINA_JWT_AUDIENCE={audience}",
+                dir.display()
+            );
+            println!("{}", local.export_lines());
+            Ok(())
+        }
+        ClusterCommand::MintToken {
+            sub,
+            tenant,
+            scopes,
+            ttl_secs,
+            app_root,
+        } => {
+            let app_root = AppRoot::resolve(app_root.as_deref(), &env)?;
+            let dir = app_root.config_dir().join("cluster");
+            let scopes: Vec<&str> = scopes.split([' ', ',']).filter(|s| !s.is_empty()).collect();
+            let token =
+                lumina_auth::mint(&dir, &sub, &tenant, &scopes, Duration::from_secs(ttl_secs))?;
+            println!("{token}");
+            Ok(())
         }
     }
 }

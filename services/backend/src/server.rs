@@ -15,12 +15,22 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::LocalAuth;
+use crate::cluster::Node;
+use crate::metrics::Metrics;
 use crate::ws;
+
+/// The profile this server runs.
+pub enum Mode {
+    /// One process, SQLite, the 127.0.0.1 token.
+    Local { runtime: Runtime, auth: LocalAuth },
+    /// N instances behind JWTs, PostgreSQL and Redis.
+    Cluster(Arc<Node>),
+}
 
 /// Everything a connection needs.
 pub struct AppState {
-    pub runtime: Runtime,
-    pub auth: LocalAuth,
+    pub mode: Mode,
+    pub metrics: Metrics,
     pub info: ServerInfo,
     /// Frames above this get a `frame_too_large` error frame.
     pub max_frame_bytes: usize,
@@ -28,11 +38,23 @@ pub struct AppState {
     pub shutdown: CancellationToken,
 }
 
+impl AppState {
+    /// The local profile's runtime (`None` in the cluster profile, where runtimes are per
+    /// tenant).
+    pub fn runtime(&self) -> Option<&Runtime> {
+        match &self.mode {
+            Mode::Local { runtime, .. } => Some(runtime),
+            Mode::Cluster(_) => None,
+        }
+    }
+}
+
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route(WS_PATH, get(upgrade))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
+        .route("/metrics", get(metrics))
         .with_state(state)
 }
 
@@ -49,11 +71,34 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
-    if state.shutdown.is_cancelled() {
-        (StatusCode::SERVICE_UNAVAILABLE, "shutting down").into_response()
+    let (ready, detail) = match &state.mode {
+        Mode::Local { .. } => (
+            !state.shutdown.is_cancelled(),
+            serde_json::json!({ "shutting_down": state.shutdown.is_cancelled() }),
+        ),
+        Mode::Cluster(node) => node.readiness().await,
+    };
+    let status = if ready {
+        StatusCode::OK
     } else {
-        "ready".into_response()
-    }
+        StatusCode::SERVICE_UNAVAILABLE
+    };
+    (
+        status,
+        Json(serde_json::json!({ "ready": ready, "checks": detail })),
+    )
+        .into_response()
+}
+
+async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
+        state.metrics.render(),
+    )
+        .into_response()
 }
 
 async fn upgrade(
@@ -61,7 +106,12 @@ async fn upgrade(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let Some(identity) = state.auth.authenticate(&headers) else {
+    let authenticated = match &state.mode {
+        Mode::Local { auth, .. } => auth.authenticate(&headers).map(|id| (id, None)),
+        Mode::Cluster(node) => node.authenticate(&headers).await,
+    };
+    let Some((identity, expires_at)) = authenticated else {
+        state.metrics.ws_auth_failures.inc();
         return unauthorized();
     };
     // The hard cap is above the configured limit so that an oversize frame still arrives
@@ -69,12 +119,12 @@ async fn upgrade(
     let hard_cap = state.max_frame_bytes.saturating_mul(4).max(1 << 20);
     ws.max_message_size(hard_cap)
         .max_frame_size(hard_cap)
-        .on_upgrade(move |socket| ws::connection(socket, state, identity))
+        .on_upgrade(move |socket| ws::connection(socket, state, identity, expires_at))
 }
 
 fn unauthorized() -> Response {
     let body = serde_json::json!({
-        "error": ErrorObject::new(ErrorCode::Unauthorized, "missing or invalid bearer token")
+        "error": ErrorObject::new(ErrorCode::Unauthorized, "missing, invalid or expired bearer token")
     });
     (StatusCode::UNAUTHORIZED, Json(body)).into_response()
 }

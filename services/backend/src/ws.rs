@@ -51,7 +51,25 @@ impl Drop for Conn {
     }
 }
 
-pub async fn connection(socket: WebSocket, state: Arc<AppState>, identity: Identity) {
+/// Serves one connection. `expires_at` (unix seconds) is the bearer token's expiry: the
+/// connection is closed with an `unauthorized` error frame when it passes.
+pub async fn connection(
+    socket: WebSocket,
+    state: Arc<AppState>,
+    identity: Identity,
+    expires_at: Option<i64>,
+) {
+    state.metrics.ws_connections.inc();
+    serve_connection(socket, state.clone(), identity, expires_at).await;
+    state.metrics.ws_connections.dec();
+}
+
+async fn serve_connection(
+    socket: WebSocket,
+    state: Arc<AppState>,
+    identity: Identity,
+    expires_at: Option<i64>,
+) {
     let (mut sink, mut stream) = socket.split();
     let (out_tx, mut out_rx) = mpsc::channel::<ServerFrame>(1024);
     let writer = tokio::spawn(async move {
@@ -77,10 +95,16 @@ pub async fn connection(socket: WebSocket, state: Arc<AppState>, identity: Ident
     });
     tracing::debug!("websocket connected");
     let shutdown = state.shutdown.clone();
+    let expiry = until(expires_at);
+    tokio::pin!(expiry);
     loop {
         let message = tokio::select! {
             m = stream.next() => m,
             _ = shutdown.cancelled() => break,
+            _ = &mut expiry => {
+                reject(&conn, ErrorCode::Unauthorized, "the bearer token expired; reconnect with a new one").await;
+                break;
+            }
         };
         let text = match message {
             None | Some(Ok(Message::Close(_))) => break,
@@ -129,6 +153,21 @@ pub async fn connection(socket: WebSocket, state: Arc<AppState>, identity: Ident
     drop(conn);
     let _ = writer.await;
     tracing::debug!("websocket closed");
+}
+
+/// Sleeps until the unix time `at` (forever when `None`).
+async fn until(at: Option<i64>) {
+    match at {
+        Some(at) => {
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0);
+            let left = u64::try_from(at - now).unwrap_or(0);
+            tokio::time::sleep(std::time::Duration::from_secs(left)).await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 async fn reject(conn: &Conn, code: ErrorCode, message: &str) {

@@ -1,1 +1,30 @@
-//! Redis coordination for the cluster profile (to be written).
+//! Redis coordination for the cluster profile (SYSTEM.md §6): the instance registry, session
+//! leases with fencing tokens, request/reply RPC between instances over Redis Streams, and
+//! pub/sub hints of new session events.
+//!
+//! Redis holds only what may be lost. PostgreSQL is the source of truth: a lost lease is
+//! re-acquired (with [`Leases::acquire_with_floor`] lifting the fence above what PostgreSQL
+//! recorded), a lost RPC times out and is retried by its caller, a lost hint is caught up
+//! from the journal by seq. Nothing here is needed to recover a session's state.
+//!
+//! All keys live under `lumina:{cluster_id}:` (see [`Keys`]). Every connection sets its
+//! response timeout explicitly; blocking stream reads use dedicated connections whose
+//! timeout exceeds their BLOCK time (see [`conn`]).
+
+pub mod conn;
+pub mod error;
+pub mod hints;
+pub mod keeper;
+pub mod lease;
+mod owned;
+pub mod registry;
+pub mod rpc;
+
+pub use conn::{ConnOptions, Keys, Redis};
+pub use error::{ClusterError, Result};
+pub use hints::{Hint, HintEvent, HintStream, Hints};
+pub use keeper::LeaseKeeper;
+pub use lease::{Lease, LeaseOptions, Leases};
+pub use owned::Ownerships;
+pub use registry::{InstanceInfo, Registration, Registry};
+pub use rpc::{recover_dead_instance, RpcClient, RpcHandler, RpcOptions, RpcRequest, RpcServer};

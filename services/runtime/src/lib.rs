@@ -61,6 +61,12 @@ impl Ownership for AlwaysOwned {
     }
 }
 
+/// Told about every session a runtime opens for writing (the cluster relays its events and
+/// deltas to other instances).
+pub trait SessionObserver: Send + Sync + 'static {
+    fn opened(&self, session: &Arc<Session>);
+}
+
 /// State every session of a runtime shares.
 pub(crate) struct Shared {
     pub app_root: AppRoot,
@@ -75,6 +81,7 @@ pub struct Runtime {
     options: Arc<RuntimeOptions>,
     store: Arc<dyn JournalStore>,
     ownership: Arc<dyn Ownership>,
+    observer: Option<Arc<dyn SessionObserver>>,
     sessions: Arc<Mutex<HashMap<String, Arc<Session>>>>,
 }
 
@@ -94,8 +101,15 @@ impl Runtime {
             options: Arc::new(options),
             store,
             ownership,
+            observer: None,
             sessions: Arc::new(Mutex::new(HashMap::new())),
         }
+    }
+
+    /// Adds an observer of opened sessions.
+    pub fn with_observer(mut self, observer: Arc<dyn SessionObserver>) -> Self {
+        self.observer = Some(observer);
+        self
     }
 
     pub fn tenant(&self) -> &str {
@@ -202,6 +216,9 @@ impl Runtime {
             self.shared.clone(),
         ));
         sessions.insert(session_id.to_string(), session.clone());
+        if let Some(observer) = &self.observer {
+            observer.opened(&session);
+        }
         Ok(session)
     }
 

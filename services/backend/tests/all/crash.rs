@@ -22,7 +22,7 @@ struct Backend {
 
 fn spawn_backend(app_root: &Path, project: &Path, model_url: &str) -> Backend {
     let previous = endpoint::read(&app_root.join("state/run/backend.json")).map(|e| e.pid);
-    let child = Command::new(env!("CARGO_BIN_EXE_lumina-backend"))
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lumina-backend"))
         .args(["serve", "--app-root"])
         .arg(app_root)
         .current_dir(project)
@@ -52,6 +52,8 @@ fn spawn_backend(app_root: &Path, project: &Path, model_url: &str) -> Backend {
         }
         std::thread::sleep(Duration::from_millis(20));
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("backend did not write its endpoint file");
 }
 

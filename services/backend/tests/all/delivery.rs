@@ -93,7 +93,16 @@ async fn many_sessions_run_concurrently_on_one_backend() {
             matches!(last, lumina_protocol::Event::RunCompleted { ref result, .. } if result == "concurrent ok")
         );
     }
-    assert_eq!(h.state.runtime.list_sessions(false).await.unwrap().len(), 8);
+    assert_eq!(
+        h.state
+            .runtime()
+            .unwrap()
+            .list_sessions(false)
+            .await
+            .unwrap()
+            .len(),
+        8
+    );
     h.stop().await;
 }
 

@@ -2,8 +2,12 @@
 //! WebSocket clients, real SQLite journals, the scripted model server. `crash` runs the real
 //! binary and kills it.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod agent;
 mod bad_input;
+mod cluster;
 mod crash;
 mod delivery;
 mod guidance;

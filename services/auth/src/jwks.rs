@@ -1,0 +1,485 @@
+//! JWKS loading, key selection and the refresh-on-unknown-`kid` cache.
+//!
+//! Each usable JWK becomes a [`VerifyingKey`] bound to exactly one algorithm, derived from its
+//! `kty`/`crv` and checked against its optional `alg`. That binding is what makes algorithm
+//! confusion impossible: a token is only ever verified with the algorithm its key was
+//! published for. Symmetric (`oct`) keys are never loaded at all.
+//!
+//! Refresh policy: a token whose `kid` is not cached triggers one reload, but at most one per
+//! `refresh_min_interval` however many tokens ask, so random `kid`s cannot turn the verifier
+//! into a traffic amplifier against the IdP. Concurrent callers wait on one reload.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use jsonwebtoken::DecodingKey;
+use serde::Deserialize;
+use tokio::time::Instant;
+
+use crate::error::{loggable, AuthError, Error, Result};
+
+/// A JWKS larger than this is refused: real ones are a few KiB.
+const MAX_JWKS_BYTES: usize = 1024 * 1024;
+/// RSA keys below 2048 bits are refused at load (ring would refuse them at verify anyway).
+const MIN_RSA_MODULUS_BYTES: usize = 256;
+
+/// Where the JSON Web Key Set comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JwksSource {
+    /// A local file, re-read on refresh (`cluster init-local`, mounted secrets).
+    File(PathBuf),
+    /// An `https://` URL (plain `http://` only for loopback hosts), re-fetched on refresh.
+    Url(String),
+}
+
+impl JwksSource {
+    /// A description safe for logs: a URL loses its userinfo, query and fragment.
+    pub fn describe(&self) -> String {
+        match self {
+            JwksSource::File(path) => path.display().to_string(),
+            JwksSource::Url(url) => redact_url(url),
+        }
+    }
+}
+
+/// Counters for diagnostics and metrics.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JwksStats {
+    /// Successful loads, including the one at start.
+    pub loads: u64,
+    /// Failed load attempts (the previous keys stayed in use).
+    pub failures: u64,
+    /// Usable keys currently cached.
+    pub keys: usize,
+}
+
+/// The JOSE algorithms we accept. Anything else never reaches key lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Alg {
+    Rs256,
+    Es256,
+    EdDsa,
+}
+
+impl Alg {
+    /// Exact, case-sensitive match on the header's `alg` (RFC 7515 names are case-sensitive).
+    pub fn from_header(alg: &str) -> Option<Alg> {
+        match alg {
+            "RS256" => Some(Alg::Rs256),
+            "ES256" => Some(Alg::Es256),
+            "EdDSA" => Some(Alg::EdDsa),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Alg::Rs256 => "RS256",
+            Alg::Es256 => "ES256",
+            Alg::EdDsa => "EdDSA",
+        }
+    }
+
+    pub fn to_jsonwebtoken(self) -> jsonwebtoken::Algorithm {
+        match self {
+            Alg::Rs256 => jsonwebtoken::Algorithm::RS256,
+            Alg::Es256 => jsonwebtoken::Algorithm::ES256,
+            Alg::EdDsa => jsonwebtoken::Algorithm::EdDSA,
+        }
+    }
+}
+
+/// A public key usable for exactly one algorithm.
+pub(crate) struct VerifyingKey {
+    pub kid: Option<String>,
+    pub alg: Alg,
+    pub key: DecodingKey,
+}
+
+impl VerifyingKey {
+    pub fn kid_for_log(&self) -> String {
+        self.kid
+            .as_deref()
+            .map_or_else(|| "<none>".to_owned(), loggable)
+    }
+}
+
+/// The fields of a JWK we look at; everything else is ignored.
+#[derive(Deserialize)]
+struct RawJwk {
+    kty: String,
+    kid: Option<String>,
+    alg: Option<String>,
+    #[serde(rename = "use")]
+    use_: Option<String>,
+    key_ops: Option<Vec<String>>,
+    crv: Option<String>,
+    n: Option<String>,
+    e: Option<String>,
+    x: Option<String>,
+    y: Option<String>,
+    d: Option<serde::de::IgnoredAny>,
+}
+
+#[derive(Deserialize)]
+struct RawJwkSet {
+    keys: Vec<serde_json::Value>,
+}
+
+/// The usable keys of one JWKS document.
+#[derive(Default)]
+pub(crate) struct KeySet {
+    keys: Vec<Arc<VerifyingKey>>,
+}
+
+pub(crate) enum Lookup {
+    Found(Arc<VerifyingKey>),
+    NotFound,
+    KidRequired(usize),
+}
+
+impl KeySet {
+    /// Parses a JWKS, skipping (and logging) entries we cannot or must not use, so one
+    /// exotic key published by an IdP does not take the others down with it.
+    pub fn parse(bytes: &[u8]) -> Result<KeySet, String> {
+        let raw: RawJwkSet =
+            serde_json::from_slice(bytes).map_err(|e| format!("not a JWKS document: {e}"))?;
+        let mut keys: Vec<Arc<VerifyingKey>> = Vec::with_capacity(raw.keys.len());
+        for (index, value) in raw.keys.into_iter().enumerate() {
+            let parsed = serde_json::from_value::<RawJwk>(value)
+                .map_err(|_| "not a JWK object".to_owned())
+                .and_then(convert);
+            match parsed {
+                Ok(key) => {
+                    if keys.iter().any(|k| k.kid.is_some() && k.kid == key.kid) {
+                        tracing::warn!(index, kid = %key.kid_for_log(), "jwks: duplicate kid, keeping the first");
+                    } else {
+                        keys.push(Arc::new(key));
+                    }
+                }
+                Err(reason) => tracing::warn!(index, %reason, "jwks: skipping key"),
+            }
+        }
+        Ok(KeySet { keys })
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    /// `kid` selects by id; without one, a set of exactly one key is unambiguous.
+    pub fn lookup(&self, kid: Option<&str>) -> Lookup {
+        let found = match kid {
+            Some(kid) => self.keys.iter().find(|k| k.kid.as_deref() == Some(kid)),
+            None if self.keys.len() > 1 => return Lookup::KidRequired(self.keys.len()),
+            None => self.keys.first(),
+        };
+        found.map_or(Lookup::NotFound, |k| Lookup::Found(Arc::clone(k)))
+    }
+}
+
+fn convert(jwk: RawJwk) -> Result<VerifyingKey, String> {
+    if jwk.d.is_some() {
+        // Still usable for verification, but someone published a private key.
+        tracing::warn!(kid = ?jwk.kid.as_deref().map(loggable), "jwks: entry contains private key material; rotate it");
+    }
+    if let Some(u) = jwk.use_.as_deref() {
+        if u != "sig" {
+            return Err(format!("use {} is not sig", loggable(u)));
+        }
+    }
+    if let Some(ops) = &jwk.key_ops {
+        if !ops.iter().any(|op| op == "verify") {
+            return Err("key_ops does not allow verify".to_owned());
+        }
+    }
+    let (alg, key) = match (jwk.kty.as_str(), jwk.crv.as_deref()) {
+        ("RSA", _) => {
+            let n = b64_field(jwk.n.as_deref(), "n")?;
+            let e = b64_field(jwk.e.as_deref(), "e")?;
+            let significant = n.iter().skip_while(|b| **b == 0).count();
+            if significant < MIN_RSA_MODULUS_BYTES {
+                return Err("RSA modulus shorter than 2048 bits".to_owned());
+            }
+            (Alg::Rs256, DecodingKey::from_rsa_raw_components(&n, &e))
+        }
+        ("EC", Some("P-256")) => {
+            let x = b64_field(jwk.x.as_deref(), "x")?;
+            let y = b64_field(jwk.y.as_deref(), "y")?;
+            if x.len() != 32 || y.len() != 32 {
+                return Err("P-256 coordinates must be 32 bytes".to_owned());
+            }
+            // ring takes the uncompressed SEC1 point and checks it is on the curve.
+            let mut point = Vec::with_capacity(65);
+            point.push(0x04);
+            point.extend_from_slice(&x);
+            point.extend_from_slice(&y);
+            (Alg::Es256, DecodingKey::from_ec_der(&point))
+        }
+        ("OKP", Some("Ed25519")) => {
+            let x = b64_field(jwk.x.as_deref(), "x")?;
+            if x.len() != 32 {
+                return Err("Ed25519 public key must be 32 bytes".to_owned());
+            }
+            (Alg::EdDsa, DecodingKey::from_ed_der(&x))
+        }
+        (kty, crv) => {
+            return Err(format!(
+                "unsupported key type {} / curve {}",
+                loggable(kty),
+                crv.map_or_else(|| "-".to_owned(), loggable)
+            ))
+        }
+    };
+    if let Some(declared) = jwk.alg.as_deref() {
+        if declared != alg.as_str() {
+            return Err(format!(
+                "alg {} does not match a {} key",
+                loggable(declared),
+                alg.as_str()
+            ));
+        }
+    }
+    Ok(VerifyingKey {
+        kid: jwk.kid,
+        alg,
+        key,
+    })
+}
+
+fn b64_field(value: Option<&str>, name: &str) -> Result<Vec<u8>, String> {
+    let value = value.ok_or_else(|| format!("missing {name}"))?;
+    URL_SAFE_NO_PAD
+        .decode(value)
+        .map_err(|_| format!("{name} is not base64url"))
+}
+
+struct Snapshot {
+    keys: KeySet,
+    /// Bumped on every successful load so waiters can tell someone else refreshed.
+    generation: u64,
+}
+
+/// The cached key set plus the refresh machinery.
+pub(crate) struct KeyCache {
+    source: JwksSource,
+    http: Option<reqwest::Client>,
+    min_interval: Duration,
+    current: RwLock<Arc<Snapshot>>,
+    /// Time of the last on-demand reload attempt; the mutex also serializes reloads.
+    last_refresh: tokio::sync::Mutex<Option<Instant>>,
+    loads: AtomicU64,
+    failures: AtomicU64,
+}
+
+impl KeyCache {
+    /// Loads the key set once; an unreachable or empty JWKS is a start-up error (fail closed).
+    pub async fn load(
+        source: JwksSource,
+        min_interval: Duration,
+        fetch_timeout: Duration,
+    ) -> Result<KeyCache> {
+        let http = match &source {
+            JwksSource::File(_) => None,
+            JwksSource::Url(url) => Some(http_client(url, fetch_timeout)?),
+        };
+        let cache = KeyCache {
+            source,
+            http,
+            min_interval,
+            current: RwLock::new(Arc::new(Snapshot {
+                keys: KeySet::default(),
+                generation: 0,
+            })),
+            last_refresh: tokio::sync::Mutex::new(None),
+            loads: AtomicU64::new(0),
+            failures: AtomicU64::new(0),
+        };
+        cache.reload().await?;
+        Ok(cache)
+    }
+
+    fn snapshot(&self) -> Arc<Snapshot> {
+        // A poisoned lock still holds a complete Arc (the swap is one assignment).
+        Arc::clone(&self.current.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    pub fn stats(&self) -> JwksStats {
+        JwksStats {
+            loads: self.loads.load(Ordering::Relaxed),
+            failures: self.failures.load(Ordering::Relaxed),
+            keys: self.snapshot().keys.len(),
+        }
+    }
+
+    /// Finds the key for `kid`, refreshing once (rate-limited) when it is not cached.
+    pub async fn resolve(&self, kid: Option<&str>) -> Result<Arc<VerifyingKey>, AuthError> {
+        let snapshot = self.snapshot();
+        match snapshot.keys.lookup(kid) {
+            Lookup::Found(key) => return Ok(key),
+            Lookup::KidRequired(n) => return Err(AuthError::KidRequired(n)),
+            Lookup::NotFound => {}
+        }
+        self.refresh_on_miss(snapshot.generation).await;
+        match self.snapshot().keys.lookup(kid) {
+            Lookup::Found(key) => Ok(key),
+            Lookup::KidRequired(n) => Err(AuthError::KidRequired(n)),
+            Lookup::NotFound => Err(AuthError::UnknownKey(
+                kid.map_or_else(|| "<none>".to_owned(), loggable),
+            )),
+        }
+    }
+
+    async fn refresh_on_miss(&self, seen_generation: u64) {
+        let mut last = self.last_refresh.lock().await;
+        if self.snapshot().generation != seen_generation {
+            // Another caller reloaded while we waited for the lock: share its result.
+            return;
+        }
+        if let Some(at) = *last {
+            if at.elapsed() < self.min_interval {
+                tracing::debug!("jwks refresh skipped: rate-limited");
+                return;
+            }
+        }
+        *last = Some(Instant::now());
+        if let Err(error) = self.reload().await {
+            tracing::warn!(%error, "jwks refresh failed; keeping cached keys");
+        }
+    }
+
+    /// Reloads now, ignoring the rate limit (operator action or a periodic task).
+    pub async fn force_refresh(&self) -> Result<usize> {
+        let mut last = self.last_refresh.lock().await;
+        *last = Some(Instant::now());
+        self.reload().await
+    }
+
+    async fn reload(&self) -> Result<usize> {
+        let outcome = self.fetch_and_parse().await;
+        let keys = match outcome {
+            Ok(keys) => keys,
+            Err(reason) => {
+                self.failures.fetch_add(1, Ordering::Relaxed);
+                return Err(Error::Jwks {
+                    origin: self.source.describe(),
+                    reason,
+                });
+            }
+        };
+        let count = keys.len();
+        let mut current = self.current.write().unwrap_or_else(|p| p.into_inner());
+        let generation = current.generation + 1;
+        *current = Arc::new(Snapshot { keys, generation });
+        drop(current);
+        self.loads.fetch_add(1, Ordering::Relaxed);
+        tracing::info!(source = %self.source.describe(), keys = count, "jwks loaded");
+        Ok(count)
+    }
+
+    async fn fetch_and_parse(&self) -> Result<KeySet, String> {
+        let bytes = match (&self.source, &self.http) {
+            (JwksSource::File(path), _) => read_file(path).await?,
+            (JwksSource::Url(url), Some(client)) => fetch_url(client, url).await?,
+            (JwksSource::Url(_), None) => return Err("no HTTP client".to_owned()),
+        };
+        let keys = KeySet::parse(&bytes)?;
+        // An empty set is far more likely a broken deploy than a wish to reject everyone.
+        if keys.len() == 0 {
+            return Err("no usable signing key (RS256, ES256 or EdDSA)".to_owned());
+        }
+        Ok(keys)
+    }
+}
+
+async fn read_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
+    let bytes = tokio::fs::read(path)
+        .await
+        .map_err(|e| format!("read failed: {e}"))?;
+    if bytes.len() > MAX_JWKS_BYTES {
+        return Err(format!("larger than {MAX_JWKS_BYTES} bytes"));
+    }
+    Ok(bytes)
+}
+
+async fn fetch_url(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
+    // `without_url` because the URL may carry credentials in its query.
+    let mut response = client
+        .get(url)
+        .header(
+            reqwest::header::ACCEPT,
+            "application/json, application/jwk-set+json",
+        )
+        .send()
+        .await
+        .map_err(|e| format!("request failed: {}", e.without_url()))?;
+    if !response.status().is_success() {
+        return Err(format!("HTTP status {}", response.status()));
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|e| format!("body read failed: {}", e.without_url()))?
+    {
+        if body.len() + chunk.len() > MAX_JWKS_BYTES {
+            return Err(format!("larger than {MAX_JWKS_BYTES} bytes"));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
+}
+
+/// Signing keys fetched over plaintext could be swapped by anyone on the path, so `http://`
+/// is accepted only for loopback (tests, a sidecar IdP).
+fn http_client(url: &str, timeout: Duration) -> Result<reqwest::Client> {
+    let bad = |reason: &str| Error::Config(format!("jwks url {}: {reason}", redact_url(url)));
+    let parsed = reqwest::Url::parse(url).map_err(|_| bad("not a valid URL"))?;
+    match parsed.scheme() {
+        "https" => {}
+        "http" if is_loopback(&parsed) => {}
+        "http" => {
+            return Err(bad(
+                "http:// is only allowed for loopback hosts; use https://",
+            ))
+        }
+        _ => return Err(bad("scheme must be https")),
+    }
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout)
+        // Discovery documents publish the final jwks_uri; following redirects would only
+        // widen where keys can come from (and could downgrade to http).
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| bad(&format!("http client: {}", e.without_url())))
+}
+
+fn is_loopback(url: &reqwest::Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || bare
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+fn redact_url(url: &str) -> String {
+    match reqwest::Url::parse(url) {
+        Ok(mut u) => {
+            // Both setters only fail for cannot-be-a-base URLs, which have no userinfo.
+            let _ = u.set_username("");
+            let _ = u.set_password(None);
+            u.set_query(None);
+            u.set_fragment(None);
+            u.to_string()
+        }
+        Err(_) => "<unparseable url>".to_owned(),
+    }
+}

@@ -1,0 +1,17 @@
+//! Integration tests for `lumina-auth`, one binary (CONVENTIONS.md "Tests").
+//!
+//! Keys are generated per run with ring (Ed25519, ECDSA P-256); RSA uses the committed,
+//! test-only fixture in `tests/fixtures/` because ring cannot generate RSA keys.
+
+// Helpers outside `#[test]` functions are test code too; clippy's allow-*-in-tests does not
+// see them as such.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod all {
+    pub mod support;
+
+    #[cfg(unix)]
+    mod local;
+    mod refresh;
+    mod verify;
+}

@@ -1,0 +1,402 @@
+//! One cluster instance: per-tenant runtimes over the fenced PostgreSQL journal, Redis leases
+//! for ownership, the lease keeper that evicts lost sessions at once, and readiness.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use axum::http::{header::AUTHORIZATION, HeaderMap};
+use lumina_auth::Authenticator;
+use lumina_cluster::{LeaseKeeper, Leases, Ownerships, Redis, Registration, Registry, RpcClient};
+use lumina_config::{AppRoot, Env};
+use lumina_journal::postgres::PgJournal;
+use lumina_journal::{Fence, JournalStore, SessionKey};
+use lumina_protocol::methods::Identity;
+use lumina_runtime::{Ownership, Runtime, RuntimeOptions};
+use serde_json::{json, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::config::ClusterConfig;
+use super::relay::Relay;
+use crate::metrics::Metrics;
+
+/// What a node is built from (see `cluster::start`).
+pub struct NodeParts {
+    pub config: ClusterConfig,
+    pub app_root: AppRoot,
+    pub env: Env,
+    pub project_root: std::path::PathBuf,
+    pub pg: PgJournal,
+    pub store: Arc<dyn JournalStore>,
+    pub redis: Redis,
+    pub leases: Leases,
+    pub keeper: LeaseKeeper,
+    pub registration: Registration,
+    pub registry: Registry,
+    pub ownerships: Ownerships,
+    pub rpc: RpcClient,
+    pub auth: Authenticator,
+    pub metrics: Metrics,
+    pub shutdown: CancellationToken,
+}
+
+pub struct Node {
+    pub config: ClusterConfig,
+    app_root: AppRoot,
+    env: Env,
+    project_root: std::path::PathBuf,
+    pub(super) pg: PgJournal,
+    pub(super) store: Arc<dyn JournalStore>,
+    pub(super) redis: Redis,
+    pub(super) leases: Leases,
+    pub(super) keeper: LeaseKeeper,
+    registration: Registration,
+    pub(super) registry: Registry,
+    ownerships: Ownerships,
+    pub(super) rpc: RpcClient,
+    auth: Authenticator,
+    pub metrics: Metrics,
+    pub(super) draining: AtomicBool,
+    pub shutdown: CancellationToken,
+    runtimes: Mutex<HashMap<String, Runtime>>,
+    /// Serializes lease acquisition per process (acquire is rare and fast).
+    acquire_lock: tokio::sync::Mutex<()>,
+    pub(super) relay: Relay,
+    this: Weak<Node>,
+}
+
+/// The Redis key of a session: tenants never share one.
+pub fn session_key(tenant: &str, session_id: &str) -> String {
+    format!("{tenant}/{session_id}")
+}
+
+impl Node {
+    pub fn new(parts: NodeParts, relay: Relay) -> Arc<Node> {
+        Arc::new_cyclic(|this| Node {
+            config: parts.config,
+            app_root: parts.app_root,
+            env: parts.env,
+            project_root: parts.project_root,
+            pg: parts.pg,
+            store: parts.store,
+            redis: parts.redis,
+            leases: parts.leases,
+            keeper: parts.keeper,
+            registration: parts.registration,
+            registry: parts.registry,
+            ownerships: parts.ownerships,
+            rpc: parts.rpc,
+            auth: parts.auth,
+            metrics: parts.metrics,
+            draining: AtomicBool::new(false),
+            shutdown: parts.shutdown,
+            runtimes: Mutex::new(HashMap::new()),
+            acquire_lock: tokio::sync::Mutex::new(()),
+            relay,
+            this: this.clone(),
+        })
+    }
+
+    pub fn instance_id(&self) -> &str {
+        &self.config.instance_id
+    }
+
+    pub fn relay_hints(&self) -> &lumina_cluster::Hints {
+        &self.relay.hints
+    }
+
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::SeqCst)
+    }
+
+    /// The runtime of a tenant (created on first use; all share the store and the leases).
+    pub fn runtime(&self, tenant: &str) -> Runtime {
+        let mut runtimes = self.runtimes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(runtime) = runtimes.get(tenant) {
+            return runtime.clone();
+        }
+        let ownership = Arc::new(LeaseOwnership {
+            node: self.this.clone(),
+            tenant: tenant.to_string(),
+        });
+        let runtime = Runtime::new(
+            RuntimeOptions {
+                app_root: self.app_root.clone(),
+                env: self.env.clone(),
+                tenant: tenant.to_string(),
+                default_project_root: self.project_root.clone(),
+            },
+            self.store.clone(),
+            lumina_tools::builtin_registry(),
+            ownership,
+        )
+        .with_observer(Arc::new(self.relay.clone()));
+        runtimes.insert(tenant.to_string(), runtime.clone());
+        runtime
+    }
+
+    fn runtimes(&self) -> Vec<(String, Runtime)> {
+        let runtimes = self.runtimes.lock().unwrap_or_else(|p| p.into_inner());
+        runtimes
+            .iter()
+            .map(|(t, r)| (t.clone(), r.clone()))
+            .collect()
+    }
+
+    /// Verifies the bearer JWT of an upgrade request.
+    pub async fn authenticate(&self, headers: &HeaderMap) -> Option<(Identity, Option<i64>)> {
+        let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
+        let token = value
+            .strip_prefix("Bearer ")
+            .or_else(|| value.strip_prefix("bearer "))?
+            .trim();
+        match self.auth.verify(token).await {
+            Ok(principal) => Some((
+                Identity {
+                    sub: principal.sub,
+                    tenant: principal.tenant,
+                    scopes: principal.scopes,
+                },
+                Some(principal.expires_at),
+            )),
+            Err(err) => {
+                tracing::info!(reason = %err, "bearer token refused");
+                None
+            }
+        }
+    }
+
+    /// Takes (or confirms) the lease of a session for this instance.
+    async fn acquire(&self, tenant: &str, session_id: &str) -> lumina_runtime::Result<Fence> {
+        let key = session_key(tenant, session_id);
+        if let Some(lease) = self.keeper.lease(&key) {
+            return Ok(lease.fence);
+        }
+        if self.is_draining() {
+            return Err(lumina_runtime::Error::Draining);
+        }
+        let _guard = self.acquire_lock.lock().await;
+        if let Some(lease) = self.keeper.lease(&key) {
+            return Ok(lease.fence);
+        }
+        // The journal's recorded fence is the floor: a Redis that lost its counters must
+        // not hand out a token PostgreSQL would refuse.
+        let floor = self
+            .store
+            .fence(&SessionKey::new(tenant, session_id))
+            .await
+            .or_else(|err| match err {
+                lumina_journal::Error::NotFound(_) => Ok(0),
+                other => Err(other),
+            })
+            .map_err(|e| lumina_runtime::Error::Unavailable(format!("journal: {e}")))?;
+        let acquired = self
+            .leases
+            .acquire_with_floor(&key, self.instance_id(), floor)
+            .await
+            .map_err(|e| lumina_runtime::Error::Unavailable(format!("leases: {e}")))?;
+        match acquired {
+            Some(lease) => {
+                let fence = lease.fence;
+                self.keeper.hold(lease);
+                if let Err(err) = self.ownerships.record(self.instance_id(), &key).await {
+                    tracing::debug!(error = %err, "ownership index not updated");
+                }
+                self.metrics.leases_acquired.inc();
+                self.metrics
+                    .sessions_owned
+                    .set(self.keeper.held().len() as i64);
+                tracing::info!(session = %key, fence, instance_id = %self.instance_id(), "lease acquired");
+                Ok(fence)
+            }
+            None => {
+                let owner = self
+                    .leases
+                    .owner(&key)
+                    .await
+                    .ok()
+                    .flatten()
+                    .map(|(owner, _)| owner)
+                    .unwrap_or_default();
+                Err(lumina_runtime::Error::OwnedElsewhere {
+                    session: session_id.to_string(),
+                    owner,
+                })
+            }
+        }
+    }
+
+    /// A lease was lost: stop all work on the session at once.
+    pub async fn lease_lost(&self, key: &str) {
+        self.keeper.forget(key);
+        let _ = self.ownerships.forget(self.instance_id(), key).await;
+        self.metrics.leases_lost.inc();
+        self.metrics
+            .sessions_owned
+            .set(self.keeper.held().len() as i64);
+        if let Some((tenant, session_id)) = key.split_once('/') {
+            let evicted = self.runtime(tenant).evict(session_id).await;
+            tracing::warn!(session = %key, evicted, "lease lost; stopped work on the session");
+        }
+    }
+
+    /// Takes over the sessions of instances that died (left the registry without draining):
+    /// each session whose lease has lapsed is opened here, which journals its interrupted
+    /// work, so the session is ready when its client comes back.
+    pub async fn sweep_dead_instances(&self) {
+        if self.is_draining() {
+            return;
+        }
+        // Re-join every round: a restarted Redis forgot the membership set.
+        if let Err(err) = self.ownerships.join(self.instance_id()).await {
+            tracing::debug!(error = %err, "sweep: cannot join");
+        }
+        let (members, live) = match (
+            self.ownerships.members().await,
+            self.registry.live_instances().await,
+        ) {
+            (Ok(members), Ok(live)) => (members, live),
+            (Err(err), _) | (_, Err(err)) => {
+                tracing::debug!(error = %err, "sweep skipped");
+                return;
+            }
+        };
+        tracing::trace!(?members, live = ?live.iter().map(|l| l.instance_id.as_str()).collect::<Vec<_>>(), "sweep round");
+        for dead in members.iter().filter(|m| {
+            m.as_str() != self.instance_id() && !live.iter().any(|l| &l.instance_id == *m)
+        }) {
+            let Ok(keys) = self.ownerships.owned_by(dead).await else {
+                continue;
+            };
+            let mut pending = false;
+            for key in &keys {
+                match self.leases.owner(key).await {
+                    Ok(None) => {
+                        if let Some((tenant, session_id)) = key.split_once('/') {
+                            match self.runtime(tenant).session(session_id).await {
+                                Ok(_) => {
+                                    tracing::info!(session = %key, dead = %dead, "took over a session of a dead instance")
+                                }
+                                Err(err) => {
+                                    pending = true;
+                                    tracing::debug!(session = %key, error = %err, "takeover deferred");
+                                }
+                            }
+                        }
+                    }
+                    // Still the dead instance's until its lease lapses: try again next round.
+                    Ok(Some((owner, _))) if &owner == dead => pending = true,
+                    Ok(Some(_)) => {}
+                    Err(_) => pending = true,
+                }
+                if !pending {
+                    let _ = self.ownerships.forget(dead, key).await;
+                }
+            }
+            if !pending {
+                let _ = self.ownerships.leave(dead).await;
+            }
+        }
+    }
+
+    /// Readiness: Redis, PostgreSQL, schema version, registration, not draining.
+    pub async fn readiness(&self) -> (bool, Value) {
+        let timeout = Duration::from_secs(2);
+        let redis = matches!(
+            tokio::time::timeout(timeout, self.redis.ping()).await,
+            Ok(Ok(()))
+        );
+        let postgres = matches!(
+            tokio::time::timeout(timeout, self.pg.health()).await,
+            Ok(Ok(()))
+        );
+        let schema = match tokio::time::timeout(timeout, self.pg.schema_version()).await {
+            Ok(Ok(Some(v))) => v == lumina_journal::postgres::SCHEMA_VERSION,
+            _ => false,
+        };
+        let registered = self.registration.is_registered();
+        let draining = self.is_draining() || self.shutdown.is_cancelled();
+        let ready = redis && postgres && schema && registered && !draining;
+        (
+            ready,
+            json!({
+                "redis": redis, "postgres": postgres, "schema": schema,
+                "registered": registered, "draining": draining,
+            }),
+        )
+    }
+
+    /// Drain: take no new leases, let running turns finish (or interrupt them after the
+    /// drain timeout so they are journaled as interrupted), then release every lease so
+    /// other instances take the sessions over.
+    pub async fn drain(&self) -> Result<Value, lumina_protocol::ErrorObject> {
+        self.draining.store(true, Ordering::SeqCst);
+        self.metrics.draining.set(1);
+        if let Err(err) = self.registration.set_draining(true).await {
+            tracing::warn!(error = %err, "could not publish the draining flag");
+        }
+        let mut released = 0;
+        let runtimes = self.runtimes();
+        for (_, runtime) in &runtimes {
+            if !runtime.wait_idle(self.config.drain_timeout).await {
+                runtime.cancel_all().await;
+                runtime.wait_idle(Duration::from_secs(5)).await;
+            }
+        }
+        for (tenant, runtime) in &runtimes {
+            for session_id in runtime.open_session_ids().await {
+                runtime.evict(&session_id).await;
+                let key = session_key(tenant, &session_id);
+                let _ = self.ownerships.forget(self.instance_id(), &key).await;
+                if self.keeper.release(&key).await.unwrap_or(false) {
+                    released += 1;
+                }
+            }
+        }
+        // Leases held for sessions never opened by a runtime.
+        if let Ok(n) = self.keeper.release_all().await {
+            released += n;
+        }
+        self.metrics.sessions_owned.set(0);
+        tracing::info!(released, "drained");
+        Ok(json!({ "ok": true, "released": released }))
+    }
+
+    /// Shutdown: drain, then stop serving (the process exits 0).
+    pub fn begin_shutdown(&self) {
+        let Some(node) = self.this.upgrade() else {
+            return;
+        };
+        tokio::spawn(async move {
+            let _ = node.drain().await;
+            node.shutdown.cancel();
+        });
+    }
+}
+
+/// The cluster's [`Ownership`]: a Redis lease per session, fenced by its token.
+struct LeaseOwnership {
+    node: Weak<Node>,
+    tenant: String,
+}
+
+#[async_trait]
+impl Ownership for LeaseOwnership {
+    async fn acquire(&self, session_id: &str) -> lumina_runtime::Result<Fence> {
+        let node = self
+            .node
+            .upgrade()
+            .ok_or_else(|| lumina_runtime::Error::Unavailable("instance stopping".into()))?;
+        node.acquire(&self.tenant, session_id).await
+    }
+
+    async fn release(&self, session_id: &str) {
+        if let Some(node) = self.node.upgrade() {
+            let key = session_key(&self.tenant, session_id);
+            let _ = node.ownerships.forget(node.instance_id(), &key).await;
+            let _ = node.keeper.release(&key).await;
+        }
+    }
+}

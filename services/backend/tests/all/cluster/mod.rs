@@ -1,0 +1,7 @@
+//! The cluster profile with real processes: PostgreSQL + pgvector and Redis started by the
+//! test kit, N `lumina-backend cluster serve` instances, JWTs from `cluster init-local`.
+
+mod auth;
+mod failover;
+mod routing;
+mod support;
