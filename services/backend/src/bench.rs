@@ -29,6 +29,10 @@ pub enum BenchCommand {
         /// Directory for the database (default: a temporary directory).
         #[arg(long)]
         dir: Option<PathBuf>,
+        /// Measure the fenced PostgreSQL journal at this URL instead of SQLite (the schema
+        /// is migrated first).
+        #[arg(long)]
+        postgres_url: Option<String>,
     },
     /// Journal-append-to-client latency over WebSocket with many concurrent sessions.
     Latency {
@@ -46,13 +50,22 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             batch,
             payload_bytes,
             dir,
+            postgres_url,
         } => {
             let tmp = tempfile::tempdir()?;
             let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
-            let store =
-                SqliteJournal::open(dir.join("sessions"), lumina_journal::bench::BENCH_TENANT)?;
-            let report =
-                lumina_journal::bench::run(Arc::new(store), events, batch, payload_bytes).await?;
+            let store: Arc<dyn lumina_journal::JournalStore> = match postgres_url {
+                Some(url) => {
+                    let pg = lumina_journal::postgres::PgJournal::connect(&url, 4)?;
+                    pg.migrate().await?;
+                    Arc::new(pg)
+                }
+                None => Arc::new(SqliteJournal::open(
+                    dir.join("sessions"),
+                    lumina_journal::bench::BENCH_TENANT,
+                )?),
+            };
+            let report = lumina_journal::bench::run(store, events, batch, payload_bytes).await?;
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
         }

@@ -24,8 +24,8 @@ pub const SUBMIT_KEYS: &[&str] = &[
 
 /// `lumina`: the Lumina agent from the terminal.
 ///
-/// The current directory is the project root. Without `-p` or `--list` it would open the
-/// interactive terminal UI, which this build does not include yet.
+/// The current directory is the project root. Without `-p` or `--list` it opens the
+/// interactive terminal UI.
 // No `Debug`: the struct holds the API key.
 #[derive(Parser)]
 #[command(name = "lumina", version, about, long_about = None)]
@@ -42,7 +42,7 @@ pub struct Cli {
     #[arg(long, conflicts_with_all = ["prompt", "resume"])]
     pub list: bool,
 
-    /// Continue the session ID (with `-p`).
+    /// Continue the session ID (in the UI, or with `-p`).
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
 
@@ -73,6 +73,10 @@ pub struct Cli {
     /// The AppRoot directory (default: $LUMINA_HOME, else ~/.lumina).
     #[arg(long, value_name = "DIR")]
     pub app_root: Option<PathBuf>,
+
+    /// Print frame render times of the UI over a synthetic 10,000-event session and exit.
+    #[arg(long, hide = true, conflicts_with_all = ["prompt", "list"])]
+    pub bench_render: bool,
 }
 
 /// Output of `-p` and `--list`.

@@ -168,7 +168,7 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
     }));
     // Sessions of dead instances are taken over promptly.
     let sweep_node = node.clone();
-    let sweep_every = (config.lease_ttl / 4).max(std::time::Duration::from_millis(250));
+    let sweep_every = (config.lease_ttl / 8).max(std::time::Duration::from_millis(100));
     tasks.push(tokio::spawn(async move {
         loop {
             tokio::time::sleep(sweep_every).await;

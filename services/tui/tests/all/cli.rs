@@ -2,29 +2,12 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
-use std::sync::OnceLock;
 
 use lumina_testkit::{ScriptedModelServer, Turn};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
-/// The backend binary next to `lumina`, built on demand when this test runs alone.
-fn backend_bin() -> PathBuf {
-    static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        let lumina = PathBuf::from(env!("CARGO_BIN_EXE_lumina"));
-        let bin = lumina.with_file_name("lumina-backend");
-        if !bin.exists() {
-            let status = std::process::Command::new(env!("CARGO"))
-                .args(["build", "-p", "lumina-backend", "--bin", "lumina-backend"])
-                .status()
-                .unwrap();
-            assert!(status.success());
-        }
-        bin
-    })
-    .clone()
-}
+use crate::support::{backend_bin, stop_backend};
 
 struct Env {
     tmp: tempfile::TempDir,
@@ -81,16 +64,7 @@ impl Env {
 impl Drop for Env {
     /// Stops the backend `lumina` started in the background.
     fn drop(&mut self) {
-        if let Ok(text) = std::fs::read_to_string(self.endpoint_file()) {
-            if let Some(pid) = serde_json::from_str::<Value>(&text)
-                .ok()
-                .and_then(|v| v["pid"].as_u64())
-            {
-                let _ = std::process::Command::new("kill")
-                    .args(["-TERM", &pid.to_string()])
-                    .status();
-            }
-        }
+        stop_backend(&self.app);
     }
 }
 
@@ -228,5 +202,15 @@ async fn no_model_configured_names_the_variables_and_exits_2() {
         assert!(stderr.contains(var), "{stderr}");
     }
     assert!(out.stdout.is_empty());
+    assert!(!env.endpoint_file().exists(), "no backend is started");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_interactive_ui_needs_a_terminal() {
+    let env = Env::new(None, "");
+    let out = env.lumina(&[]).await;
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("needs a terminal"), "{stderr}");
     assert!(!env.endpoint_file().exists(), "no backend is started");
 }

@@ -1,4 +1,12 @@
-//! End-to-end tests of the real `lumina` binary: it finds or starts a real `lumina-backend`,
-//! which talks to the scripted model server.
+//! Integration tests of `lumina`: end-to-end runs of the real binary (it finds or starts a
+//! real `lumina-backend`, which talks to the scripted model server), the full-screen UI in
+//! tmux, and rendering snapshots of every screen through ratatui's `TestBackend`.
+
+// Test support code outside `#[test]` functions may panic on setup failures.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod cli;
+mod reconnect;
+mod render;
+mod support;
+mod tmux;

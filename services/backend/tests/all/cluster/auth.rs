@@ -97,3 +97,86 @@ async fn bad_tokens_scopes_and_tenants() {
         .unwrap_err();
     assert_eq!(err.server_error().unwrap().code, ErrorCode::NotFound);
 }
+
+fn signed(cluster: &Cluster, claims: serde_json::Value) -> String {
+    let pem = std::fs::read_to_string(cluster.key_dir.join(lumina_auth::KEY_FILE)).unwrap();
+    let der = pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect::<String>();
+    use base64::Engine;
+    let pkcs8 = base64::engine::general_purpose::STANDARD
+        .decode(der)
+        .unwrap();
+    let info: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(cluster.key_dir.join(lumina_auth::CLUSTER_FILE)).unwrap(),
+    )
+    .unwrap();
+    lumina_auth::sign_ed25519_pkcs8(&pkcs8, info["kid"].as_str().unwrap(), &claims).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_are_checked_at_upgrade_and_expiry_closes_the_connection() {
+    let cluster = Cluster::start(1, vec![]).await;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let base = json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "x", "tenant": TENANT, "exp": now + 600, "scope": "lumina:session:read"});
+    let with = |k: &str, v: serde_json::Value| {
+        let mut c = base.clone();
+        c[k] = v;
+        c
+    };
+    let without = |k: &str| {
+        let mut c = base.clone();
+        c.as_object_mut().unwrap().remove(k);
+        c
+    };
+    // The same key signs a valid token: the refusals below are about the claims.
+    assert!(cluster
+        .try_client(0, &signed(&cluster, base.clone()))
+        .await
+        .is_ok());
+    for (name, claims) in [
+        ("expired", with("exp", json!(now - 120))),
+        ("not yet valid", with("nbf", json!(now + 600))),
+        ("wrong issuer", with("iss", json!("someone-else"))),
+        ("wrong audience", with("aud", json!("other"))),
+        ("no tenant", without("tenant")),
+        ("no sub", without("sub")),
+    ] {
+        match cluster.try_client(0, &signed(&cluster, claims)).await {
+            Err(ClientError::Unauthorized(_)) => {}
+            other => panic!("{name}: expected 401, got {:?}", other.map(|_| ())),
+        }
+    }
+    // An unknown kid (a key not in the JWKS) is refused.
+    let stranger = lumina_auth::generate_ed25519_pkcs8().unwrap();
+    let token = lumina_auth::sign_ed25519_pkcs8(&stranger, "unknown-kid", &base).unwrap();
+    assert!(matches!(
+        cluster.try_client(0, &token).await,
+        Err(ClientError::Unauthorized(_))
+    ));
+
+    // A connection outlives neither its token.
+    let short = signed(&cluster, with("exp", json!(now + 2)));
+    let (client, mut notes) = cluster.client(0, &short).await;
+    client.hello("t").await.unwrap();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    let mut saw_error = false;
+    loop {
+        match tokio::time::timeout_at(deadline, notes.recv())
+            .await
+            .unwrap()
+        {
+            Some(lumina_client::Notification::ProtocolError(e)) => {
+                assert_eq!(e.code, ErrorCode::Unauthorized);
+                saw_error = true;
+            }
+            Some(lumina_client::Notification::Closed(_)) | None => break,
+            Some(_) => {}
+        }
+    }
+    assert!(saw_error);
+}

@@ -247,3 +247,46 @@ async fn readiness_follows_redis_and_postgres() {
     let session = create(&cluster, &c).await;
     assert!(!session.is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_redis_restart_loses_nothing() {
+    let mut cluster = Cluster::start(2, vec![]).await;
+    cluster.model.set_default_turn(Turn::text("ok"));
+    let token = cluster.user_token();
+    let (a, mut a_notes) = cluster.client(0, &token).await;
+    let session = create(&cluster, &a).await;
+    a.session_resume(&session, 0).await.unwrap();
+    let run = a
+        .session_submit(&submit(&session, "before", json!(null)))
+        .await
+        .unwrap();
+    until_run_end(&mut a_notes, &run.run_id).await;
+    let before = all_events(&a, &session).await;
+
+    cluster.redis.restart().unwrap();
+    // The session is leased again on the next request and continues.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let run = loop {
+        match a
+            .session_submit(&submit(&session, "after", json!(null)))
+            .await
+        {
+            Ok(run) => break run,
+            Err(err) => {
+                assert!(
+                    Instant::now() < deadline,
+                    "no recovery after the Redis restart: {err:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+        }
+    };
+    let seen = crate::support::events(&until_run_end(&mut a_notes, &run.run_id).await);
+    assert!(matches!(
+        seen.last().unwrap().event,
+        Event::RunCompleted { .. }
+    ));
+    let after = all_events(&a, &session).await;
+    assert_contiguous(&after);
+    assert_eq!(&after[..before.len()], &before[..]);
+}

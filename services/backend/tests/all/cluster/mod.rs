@@ -2,6 +2,8 @@
 //! test kit, N `lumina-backend cluster serve` instances, JWTs from `cluster init-local`.
 
 mod auth;
+mod bench;
+mod config;
 mod failover;
 mod routing;
 mod support;

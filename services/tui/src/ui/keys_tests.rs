@@ -1,0 +1,409 @@
+//! The app driven like the real loop does: protocol frames and key events in, commands and
+//! state out. No terminal, no network.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use lumina_client::protocol::methods::SessionInfo;
+use lumina_client::protocol::{DeltaFrame, Event, EventFrame, Usage};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use super::*;
+use crate::ui::app::{AppOptions, ConnEvent, Msg, Overlay};
+use crate::ui::transcript::ToolState;
+
+fn app() -> App {
+    let mut app = App::new(AppOptions {
+        project: "proj".into(),
+        settings: json!({"api_model": "m1"}),
+        ..AppOptions::default()
+    });
+    app.update(Msg::Tick(1_000));
+    app
+}
+
+fn key(app: &mut App, code: KeyCode) -> Vec<Command> {
+    app.update(Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+}
+
+fn ctrl(app: &mut App, c: char) -> Vec<Command> {
+    app.update(Msg::Key(KeyEvent::new(
+        KeyCode::Char(c),
+        KeyModifiers::CONTROL,
+    )))
+}
+
+fn typed(app: &mut App, text: &str) {
+    for c in text.chars() {
+        key(app, KeyCode::Char(c));
+    }
+}
+
+fn frames(events: Vec<Event>) -> Msg {
+    Msg::Conn(ConnEvent::Events(
+        events
+            .into_iter()
+            .enumerate()
+            .map(|(i, event)| EventFrame {
+                session_id: "s1".into(),
+                seq: i as u64 + 1,
+                stream: "main".into(),
+                stream_seq: i as u64 + 1,
+                ts_ms: 500,
+                event,
+            })
+            .collect(),
+    ))
+}
+
+fn delta(run: &str, step: u32, text: &str) -> Msg {
+    Msg::Conn(ConnEvent::Delta(DeltaFrame {
+        session_id: "s1".into(),
+        run_id: run.into(),
+        step,
+        channel: "text".into(),
+        text: text.into(),
+    }))
+}
+
+fn started(run: &str) -> Event {
+    Event::RunStarted {
+        run_id: run.into(),
+        idempotency_key: "k".into(),
+        model: "claude-x".into(),
+    }
+}
+
+fn session(id: &str) -> SessionInfo {
+    SessionInfo {
+        id: id.into(),
+        title: "t".into(),
+        project_root: "/p".into(),
+        created_at_ms: 0,
+        updated_at_ms: 0,
+        status: "idle".into(),
+        head_seq: 0,
+        last_run: None,
+        usage: Usage::default(),
+    }
+}
+
+#[test]
+fn enter_submits_and_keeps_history() {
+    let mut app = app();
+    typed(&mut app, "/permissions bypass");
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
+    typed(&mut app, "hello");
+    let commands = key(&mut app, KeyCode::Enter);
+    let [Command::Submit {
+        prompt, settings, ..
+    }] = commands.as_slice()
+    else {
+        panic!("{commands:?}")
+    };
+    assert_eq!(prompt, "hello");
+    assert_eq!(
+        settings,
+        &json!({"api_model": "m1", "permission_mode": "bypass"})
+    );
+    assert!(app.editor.is_empty());
+    assert_eq!(app.take_new_history(), vec!["/permissions bypass", "hello"]);
+    key(&mut app, KeyCode::Up);
+    assert_eq!(app.editor.raw_text(), "hello");
+}
+
+#[test]
+fn a_prompt_is_kept_when_it_cannot_be_sent() {
+    let mut app = app();
+    app.update(Msg::Conn(ConnEvent::Lost {
+        reason: "boom".into(),
+    }));
+    typed(&mut app, "keep me");
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
+    assert_eq!(app.editor.raw_text(), "keep me");
+    app.update(Msg::Conn(ConnEvent::Connected {
+        server: "ws://x".into(),
+    }));
+    app.update(frames(vec![started("r1")]));
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
+    assert_eq!(app.editor.raw_text(), "keep me", "a turn is running");
+    assert_eq!(
+        key(&mut app, KeyCode::Esc),
+        vec![Command::Interrupt {
+            run_id: Some("r1".into())
+        }]
+    );
+}
+
+#[test]
+fn a_rejected_submit_gives_the_prompt_back() {
+    let mut app = app();
+    typed(&mut app, "try this");
+    let commands = key(&mut app, KeyCode::Enter);
+    let Some(Command::Submit { request_id, .. }) = commands.first() else {
+        panic!()
+    };
+    app.update(Msg::Conn(ConnEvent::Failed {
+        request_id: Some(request_id.clone()),
+        message: "invalid_params: no model".into(),
+    }));
+    assert_eq!(app.editor.raw_text(), "try this");
+    assert!(app.submitting.is_none());
+}
+
+#[test]
+fn deltas_stream_then_the_durable_message_wins() {
+    let mut app = app();
+    app.update(frames(vec![started("r1")]));
+    app.update(delta("r1", 1, "Hel"));
+    app.update(delta("r1", 1, "lo"));
+    assert_eq!(
+        app.transcript.get(0),
+        Some(&EntryKind::Assistant {
+            text: "Hello".into(),
+            streaming: true
+        })
+    );
+    // The connection drops mid-stream: later deltas of that step are not trusted.
+    app.update(Msg::Conn(ConnEvent::Lost { reason: "x".into() }));
+    app.update(delta("r1", 1, " wor"));
+    let mut events = vec![started("r1")];
+    events.push(Event::MessageAssistant {
+        run_id: "r1".into(),
+        step: 1,
+        text: "Hello world".into(),
+        tool_calls: vec![],
+    });
+    let Msg::Conn(ConnEvent::Events(mut all)) = frames(events) else {
+        unreachable!()
+    };
+    app.update(Msg::Conn(ConnEvent::Events(vec![all.remove(1)])));
+    assert_eq!(
+        app.transcript.get(0),
+        Some(&EntryKind::Assistant {
+            text: "Hello world".into(),
+            streaming: false
+        })
+    );
+    assert_eq!(app.transcript.len(), 1);
+}
+
+#[test]
+fn tools_diffs_tasks_and_unknown_kinds() {
+    let mut app = app();
+    app.update(frames(vec![
+        started("r1"),
+        Event::ToolStarted {
+            run_id: "r1".into(),
+            step: 1,
+            call_id: "c1".into(),
+            tool: "write_file".into(),
+            arguments: json!({"path": "a.txt", "content": "x"}),
+        },
+    ]));
+    assert_eq!(app.running_tools.len(), 1);
+    app.update(frames(vec![
+        Event::ToolCompleted {
+            run_id: "r1".into(),
+            call_id: "c1".into(),
+            tool: "write_file".into(),
+            is_error: false,
+            output: "created a.txt".into(),
+            metadata: json!({"diff": "+x\n"}),
+        },
+        Event::TaskUpdated { todos: vec![] },
+        Event::Unknown,
+    ]));
+    let EntryKind::Tool(tool) = app.transcript.get(0).unwrap() else {
+        panic!()
+    };
+    assert_eq!(tool.state, ToolState::Succeeded);
+    assert_eq!(tool.diff.as_deref(), Some("+x\n"));
+    assert!(app.running_tools.is_empty());
+    assert_eq!(app.transcript.get(1), Some(&EntryKind::Tasks(vec![])));
+    assert!(
+        matches!(app.transcript.get(2), Some(EntryKind::Dim(t)) if t.contains("does not know"))
+    );
+
+    // Alt-Up selects the tool call, Ctrl-O expands it.
+    app.update(Msg::Key(KeyEvent::new(KeyCode::Up, KeyModifiers::ALT)));
+    ctrl(&mut app, 'o');
+    let EntryKind::Tool(tool) = app.transcript.get(0).unwrap() else {
+        panic!()
+    };
+    assert!(tool.selected && tool.expanded);
+}
+
+#[test]
+fn permission_dialog_answers_and_survives_a_resume() {
+    let mut app = app();
+    let request = Event::PermissionRequested {
+        run_id: "r1".into(),
+        request_id: "p1".into(),
+        call_id: "c1".into(),
+        tool: "shell".into(),
+        arguments: json!({"command": "rm -rf build"}),
+        args_hash: "h".into(),
+        preview: Some("rm -rf build".into()),
+    };
+    let Msg::Conn(ConnEvent::Events(pending)) = frames(vec![request]) else {
+        unreachable!()
+    };
+    app.update(Msg::Conn(ConnEvent::Opened {
+        session: session("s1"),
+        pending_permissions: pending.clone(),
+    }));
+    assert_eq!(app.permissions.len(), 1);
+    // Typing goes to the dialog, not the editor.
+    key(&mut app, KeyCode::Char('3'));
+    typed(&mut app, "too risky");
+    let commands = key(&mut app, KeyCode::Enter);
+    assert_eq!(
+        commands,
+        vec![Command::Respond {
+            request_id: "p1".into(),
+            decision: lumina_client::protocol::Decision::Deny,
+            reason: Some("too risky".into()),
+        }]
+    );
+    assert!(app.editor.is_empty());
+    // A reconnect that still lists it (the answer was in flight) does not reopen it.
+    app.update(Msg::Conn(ConnEvent::Resumed {
+        pending_permissions: pending,
+    }));
+    assert!(app.permissions.is_empty());
+}
+
+#[test]
+fn sessions_picker_opens_the_chosen_session() {
+    let mut app = app();
+    typed(&mut app, "/sessions");
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![Command::ListSessions]);
+    app.update(Msg::Conn(ConnEvent::Sessions(vec![
+        session("a"),
+        session("b"),
+    ])));
+    key(&mut app, KeyCode::Down);
+    assert_eq!(
+        key(&mut app, KeyCode::Enter),
+        vec![Command::Open("b".into())]
+    );
+    assert_eq!(app.overlay, None);
+}
+
+#[test]
+fn completion_popups_for_commands_and_files() {
+    let mut app = app();
+    app.update(Msg::Files(vec![
+        "src/".into(),
+        "src/main.rs".into(),
+        "README.md".into(),
+    ]));
+    typed(&mut app, "/he");
+    assert_eq!(
+        app.popup.as_ref().map(|p| p.items[0].0.as_str()),
+        Some("/help")
+    );
+    key(&mut app, KeyCode::Tab);
+    assert_eq!(app.editor.raw_text(), "/help ");
+    ctrl(&mut app, 'u');
+    typed(&mut app, "read @mai");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.editor.raw_text(), "read @src/main.rs ");
+    assert!(app.popup.is_none());
+    typed(&mut app, "/x");
+    assert!(app.popup.is_none(), "no popup once a space was typed");
+    // A no-argument command runs straight from the palette.
+    ctrl(&mut app, 'u');
+    typed(&mut app, "/hel");
+    key(&mut app, KeyCode::Enter);
+    assert_eq!(app.overlay, Some(Overlay::Help { scroll: 0 }));
+}
+
+#[test]
+fn commands_without_a_backend_say_so() {
+    let mut app = app();
+    for command in ["/compact", "/mcp", "/Team build", "/skills"] {
+        typed(&mut app, command);
+        key(&mut app, KeyCode::Esc);
+        assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
+    }
+    let notices: Vec<String> = app
+        .transcript
+        .kinds()
+        .filter_map(|k| match k {
+            EntryKind::Notice { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(notices.len(), 4);
+    assert!(
+        notices.iter().all(|n| n.contains("not available yet")),
+        "{notices:?}"
+    );
+    typed(&mut app, "/my-skill do it");
+    let commands = key(&mut app, KeyCode::Enter);
+    assert!(
+        matches!(&commands[..], [Command::Submit { prompt, .. }] if prompt == "/my-skill do it"),
+        "{commands:?}"
+    );
+}
+
+#[test]
+fn ctrl_c_twice_quits_and_interrupts_the_running_turn() {
+    let mut app = app();
+    typed(&mut app, "draft");
+    assert_eq!(ctrl(&mut app, 'c'), vec![]);
+    assert!(app.editor.is_empty(), "the first Ctrl-C clears the input");
+    app.update(Msg::Tick(1_000 + QUIT_WINDOW_MS + 1));
+    assert_eq!(
+        ctrl(&mut app, 'c'),
+        vec![],
+        "the window expired: armed again"
+    );
+    app.update(frames(vec![started("r9")]));
+    assert_eq!(
+        ctrl(&mut app, 'c'),
+        vec![Command::Quit {
+            interrupt: Some("r9".into())
+        }]
+    );
+    assert!(app.quit);
+}
+
+#[test]
+fn a_late_submit_answer_does_not_restart_a_finished_run() {
+    let mut app = app();
+    typed(&mut app, "go");
+    let commands = key(&mut app, KeyCode::Enter);
+    let Some(Command::Submit { request_id, .. }) = commands.first() else {
+        panic!()
+    };
+    app.update(frames(vec![
+        started("r1"),
+        Event::RunCompleted {
+            run_id: "r1".into(),
+            result: "ok".into(),
+            usage: Usage::default(),
+        },
+    ]));
+    app.update(Msg::Conn(ConnEvent::Submitted {
+        request_id: request_id.clone(),
+        run_id: "r1".into(),
+    }));
+    assert!(app.run.is_none() && app.submitting.is_none());
+    assert!(!app.animating());
+}
+
+#[test]
+fn newline_keys_and_paste() {
+    let mut app = app();
+    typed(&mut app, "a");
+    app.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::SHIFT)));
+    typed(&mut app, "b");
+    app.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT)));
+    ctrl(&mut app, 'j');
+    typed(&mut app, "c\\");
+    key(&mut app, KeyCode::Enter);
+    app.update(Msg::Paste("pasted".into()));
+    assert_eq!(app.editor.raw_text(), "a\nb\n\nc\npasted");
+}

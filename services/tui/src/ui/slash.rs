@@ -1,0 +1,107 @@
+//! What each built-in slash command does. Commands whose backend part does not exist yet
+//! say so in the transcript instead of pretending.
+
+use super::app::{App, Command, Overlay};
+use super::commands::Slash;
+use super::transcript::{EntryKind, Level};
+
+/// The permission modes `/permissions` accepts (the setting's canonical values).
+pub const PERMISSION_MODES: &[&str] = &["ask", "accept-edits", "bypass"];
+
+impl App {
+    pub(crate) fn slash(&mut self, slash: Slash) -> Vec<Command> {
+        match slash {
+            Slash::Help => self.overlay = Some(Overlay::Help { scroll: 0 }),
+            Slash::Sessions | Slash::Resume(None) => {
+                self.overlay = Some(Overlay::Sessions {
+                    items: None,
+                    selected: 0,
+                });
+                return vec![Command::ListSessions];
+            }
+            Slash::Resume(Some(id)) => return vec![Command::Open(id)],
+            Slash::New => {
+                self.reset_session();
+                self.notice(
+                    Level::Info,
+                    "new session: it is created with your first prompt",
+                );
+                return vec![Command::NewSession];
+            }
+            Slash::Model(None) => {
+                let model = self.model.as_deref().unwrap_or("not known yet");
+                self.notice(
+                    Level::Info,
+                    format!("model: {model} — `/model NAME` sets the model for the next prompts"),
+                );
+            }
+            Slash::Model(Some(name)) => {
+                self.notice(
+                    Level::Info,
+                    format!("the next prompts use the model {name}"),
+                );
+                self.model = Some(name.clone());
+                self.model_override = Some(name);
+            }
+            Slash::Permissions(None) => {
+                let mode = self
+                    .effective_permission_mode()
+                    .unwrap_or_else(|| "from settings (ask by default)".into());
+                self.notice(
+                    Level::Info,
+                    format!(
+                        "permission mode: {mode} — `/permissions ask|accept-edits|bypass` sets it \
+                         for the next prompts"
+                    ),
+                );
+            }
+            Slash::Permissions(Some(mode)) => {
+                if PERMISSION_MODES.contains(&mode.as_str()) {
+                    self.notice(
+                        Level::Info,
+                        format!("the next prompts run with permission mode {mode}"),
+                    );
+                    self.permission_mode = Some(mode);
+                } else {
+                    self.notice(
+                        Level::Error,
+                        format!(
+                            "unknown permission mode `{mode}`: use {}",
+                            PERMISSION_MODES.join(", ")
+                        ),
+                    );
+                }
+            }
+            Slash::Compact => self.not_yet(
+                "/compact",
+                "the backend has no method to compact on demand yet; it compacts automatically \
+                 at 80% of the context window",
+            ),
+            Slash::Skills => self.not_yet(
+                "/skills",
+                "the backend has no method to list skills yet; run one with /NAME ARGS",
+            ),
+            Slash::Mcp => self.not_yet("/mcp", "the backend has no method to list MCP servers yet"),
+            Slash::Team(name) => self.not_yet(
+                &format!("/{name}"),
+                "agent teams have no backend methods yet",
+            ),
+            Slash::Exit => {
+                self.quit = true;
+                return vec![Command::Quit {
+                    interrupt: self.run.as_ref().map(|r| r.run_id.clone()),
+                }];
+            }
+            // Handled by `submit` (it is a prompt for the backend).
+            Slash::Prompt(_) => {}
+        }
+        Vec::new()
+    }
+
+    fn not_yet(&mut self, command: &str, why: &str) {
+        self.transcript.push(EntryKind::Notice {
+            level: Level::Warning,
+            text: format!("{command} is not available yet: {why}"),
+        });
+    }
+}
