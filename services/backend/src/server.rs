@@ -91,6 +91,9 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
+    if let Mode::Cluster(node) = &state.mode {
+        node.sync_metrics();
+    }
     (
         [(
             axum::http::header::CONTENT_TYPE,

@@ -46,6 +46,8 @@ struct State {
     /// Safety margin subtracted from every local deadline (clock-rate differences and the
     /// time the runtime needs to stop writing).
     margin: Duration,
+    /// Successful renewals, for the `leases renewed` metric.
+    renewals: std::sync::atomic::AtomicU64,
 }
 
 #[derive(Clone)]
@@ -60,6 +62,13 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl LeaseKeeper {
+    /// How many renewals succeeded since start.
+    pub fn renewals(&self) -> u64 {
+        self.state
+            .renewals
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Starts the keeper task; the receiver yields the session key of every lease lost.
     pub fn start(leases: Leases) -> (LeaseKeeper, mpsc::UnboundedReceiver<String>) {
         let (lost, lost_rx) = mpsc::unbounded_channel();
@@ -70,6 +79,7 @@ impl LeaseKeeper {
             lost,
             changed: Notify::new(),
             margin,
+            renewals: std::sync::atomic::AtomicU64::new(0),
         });
         let cancel = CancellationToken::new();
         tokio::spawn(run(state.clone(), cancel.clone()));
@@ -209,6 +219,9 @@ async fn renew_round(state: &State) -> bool {
     while let Some((h, sent_at, outcome)) = pending.next().await {
         match outcome {
             Ok(Ok(true)) => {
+                state
+                    .renewals
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let mut held = lock(&state.held);
                 if let Some(current) = held.get_mut(&h.lease.session_key) {
                     if current.lease == h.lease {

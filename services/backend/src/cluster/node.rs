@@ -301,6 +301,15 @@ impl Node {
         }
     }
 
+    /// Brings counters kept elsewhere (the lease keeper's renewals) into the registry.
+    pub fn sync_metrics(&self) {
+        let renewals = self.keeper.renewals();
+        let counted = self.metrics.leases_renewed.get();
+        if renewals > counted {
+            self.metrics.leases_renewed.inc_by(renewals - counted);
+        }
+    }
+
     /// Readiness: Redis, PostgreSQL, schema version, registration, not draining.
     pub async fn readiness(&self) -> (bool, Value) {
         let timeout = Duration::from_secs(2);

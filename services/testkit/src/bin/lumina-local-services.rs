@@ -12,7 +12,9 @@ use lumina_testkit::redis::RedisServer;
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let pg = PgServer::start().context("starting PostgreSQL")?;
-    let database = pg.create_database("lumina").context("creating the database")?;
+    let database = pg
+        .create_database("lumina")
+        .context("creating the database")?;
     let redis = RedisServer::start().context("starting Redis")?;
     let mut out = std::io::stdout().lock();
     writeln!(out, "LUMINA_POSTGRES_URL={database}")?;

@@ -91,4 +91,31 @@ async fn a_gateway_drives_a_session_owned_by_another_instance() {
         metrics.contains("lumina_rpc_requests_total{outcome=\"ok\"}"),
         "{metrics}"
     );
+    // Every metric documented in docs/operations.md is exported, and nothing else is.
+    let docs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/operations.md"
+    ))
+    .unwrap();
+    let documented: Vec<&str> = docs
+        .lines()
+        .filter_map(|l| l.strip_prefix("| `lumina_"))
+        .filter_map(|l| l.split('`').next())
+        .collect();
+    assert!(documented.len() >= 10);
+    for name in &documented {
+        assert!(
+            metrics.contains(&format!("# TYPE lumina_{name} ")),
+            "lumina_{name} not exported"
+        );
+    }
+    let exported = metrics
+        .lines()
+        .filter(|l| l.starts_with("# TYPE lumina_"))
+        .count();
+    assert_eq!(
+        exported,
+        documented.len(),
+        "undocumented metrics in:\n{metrics}"
+    );
 }
