@@ -3,6 +3,7 @@
 
 mod auth;
 mod bench;
+mod clients;
 mod config;
 mod failover;
 mod routing;
