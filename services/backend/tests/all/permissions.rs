@@ -80,13 +80,7 @@ async fn ask_mode_waits_for_the_user_and_binds_approvals_to_exact_arguments() {
         .await
         .unwrap()
         .events;
-    let resolutions: Vec<(Decision, String)> = frames
-        .iter()
-        .filter_map(|f| match &f.event {
-            Event::PermissionResolved { decision, by, .. } => Some((*decision, by.clone())),
-            _ => None,
-        })
-        .collect();
+    let resolutions = resolutions(&frames);
     assert_eq!(
         resolutions,
         vec![
@@ -143,13 +137,7 @@ async fn headless_asks_become_denials_and_rules_decide_without_asking() {
     params.headless = true;
     let run = client.session_submit(&params).await.unwrap();
     let frames = events(&until_run_end(&mut notes, &run.run_id).await);
-    let resolutions: Vec<(Decision, String)> = frames
-        .iter()
-        .filter_map(|f| match &f.event {
-            Event::PermissionResolved { decision, by, .. } => Some((*decision, by.clone())),
-            _ => None,
-        })
-        .collect();
+    let resolutions = resolutions(&frames);
     assert_eq!(
         resolutions,
         vec![
@@ -206,4 +194,15 @@ async fn accept_edits_mode_writes_without_asking() {
         .unwrap();
     assert!(diff.contains("-a") && diff.contains("+b"), "{diff}");
     h.stop().await;
+}
+
+/// `(decision, by)` of every `permission.resolved`, in order.
+fn resolutions(frames: &[lumina_protocol::EventFrame]) -> Vec<(Decision, String)> {
+    frames
+        .iter()
+        .filter_map(|f| match &f.event {
+            Event::PermissionResolved { decision, by, .. } => Some((*decision, by.clone())),
+            _ => None,
+        })
+        .collect()
 }

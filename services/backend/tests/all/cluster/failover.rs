@@ -83,13 +83,7 @@ async fn kill_9_of_the_owner_mid_run_moves_the_session() {
     assert_eq!(kinds.iter().filter(|k| **k == "run.interrupted").count(), 1);
     assert_eq!(kinds.iter().filter(|k| **k == "run.started").count(), 2);
     // Fences never decrease along seq.
-    let fences: Vec<u64> = cluster
-        .sql(&format!(
-            "select fence from events where session_id = '{session}' order by seq"
-        ))
-        .lines()
-        .map(|l| l.trim().parse().unwrap())
-        .collect();
+    let fences = cluster.fences(&session);
     assert!(fences.windows(2).all(|w| w[0] <= w[1]), "{fences:?}");
     assert!(fences.last() > fences.first());
 }
@@ -146,13 +140,7 @@ async fn a_paused_owner_is_fenced_after_takeover() {
     }
     let journal = all_events(&a, &session).await;
     assert_contiguous(&journal);
-    let fences: Vec<u64> = cluster
-        .sql(&format!(
-            "select fence from events where session_id = '{session}' order by seq"
-        ))
-        .lines()
-        .map(|l| l.trim().parse().unwrap())
-        .collect();
+    let fences = cluster.fences(&session);
     assert!(fences.windows(2).all(|w| w[0] <= w[1]), "{fences:?}");
     // Nothing from the old owner after the takeover: no message.assistant of run 1.
     assert!(!journal.iter().any(

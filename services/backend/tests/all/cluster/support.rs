@@ -218,6 +218,16 @@ impl Cluster {
         }
     }
 
+    /// The writer fence of every event of a session, in seq order.
+    pub fn fences(&self, session_id: &str) -> Vec<u64> {
+        self.sql(&format!(
+            "select fence from events where session_id = '{session_id}' order by seq"
+        ))
+        .lines()
+        .map(|l| l.trim().parse().unwrap())
+        .collect()
+    }
+
     /// `SELECT` through psql, one row per line.
     pub fn sql(&self, query: &str) -> String {
         let db = self.db_url.rsplit('/').next().unwrap().to_string();
