@@ -11,4 +11,5 @@ pub mod metered;
 pub mod metrics;
 pub mod rpc;
 pub mod server;
+pub mod telemetry;
 pub mod ws;

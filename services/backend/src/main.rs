@@ -85,7 +85,9 @@ enum ClusterCommand {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_tracing();
+    let instance = std::env::var("LUMINA_INSTANCE_ID")
+        .unwrap_or_else(|_| format!("local-{}", std::process::id()));
+    let telemetry = lumina_backend::telemetry::init(&instance);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -119,6 +121,7 @@ fn main() -> ExitCode {
             Command::Cluster { command } => run_cluster(command).await,
         }
     });
+    telemetry.shutdown();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -178,20 +181,5 @@ async fn run_cluster(command: ClusterCommand) -> anyhow::Result<()> {
             println!("{token}");
             Ok(())
         }
-    }
-}
-
-fn init_tracing() {
-    use tracing_subscriber::EnvFilter;
-    let filter = EnvFilter::try_from_env("LUMINA_LOG")
-        .unwrap_or_else(|_| EnvFilter::new("info,tower_http=warn"));
-    let json = std::env::var("LUMINA_LOG_FORMAT").is_ok_and(|v| v == "json");
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    if json {
-        builder.json().init();
-    } else {
-        builder.with_ansi(false).init();
     }
 }

@@ -13,6 +13,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use crate::server::Mode;
 use crate::ws::Conn;
@@ -38,7 +39,16 @@ pub fn scope_for(method: &str) -> Option<&'static str> {
 pub async fn handle(conn: Arc<Conn>, frame: ClientFrame) {
     let id = frame.id.clone();
     let method = frame.method.clone();
-    let out = match dispatch(&conn, frame).await {
+    let span = tracing::info_span!(
+        "request",
+        method = %method,
+        instance_id = %conn.state.info.instance_id,
+        session_id = tracing::field::Empty,
+    );
+    if let Some(session_id) = frame.params.get("session_id").and_then(|v| v.as_str()) {
+        span.record("session_id", session_id);
+    }
+    let out = match dispatch(&conn, frame).instrument(span).await {
         Dispatched::Reply(Ok(result)) => ServerFrame::Response { id, result },
         Dispatched::Reply(Err(error)) => {
             tracing::debug!(%method, code = %error.code, "request failed");
@@ -232,7 +242,7 @@ pub async fn execute(
             let p: SessionInterruptParams = parse(params)?;
             let session = runtime.session(&p.session_id).await.map_err(rt)?;
             ok(SessionInterruptResult {
-                interrupted: session.interrupt(p.run_id.as_deref()),
+                interrupted: session.interrupt(p.run_id.as_deref()).await.map_err(rt)?,
             })
         }
         SESSION_ARCHIVE => {

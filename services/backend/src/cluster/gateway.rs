@@ -14,6 +14,7 @@ use lumina_runtime::{journal::to_frame, Outbound};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
+use tracing::Instrument;
 
 use super::node::{session_key, Node};
 use super::subscribe;
@@ -202,10 +203,18 @@ impl Node {
             method: method.to_string(),
             params,
         })?;
+        // The caller's span continues on the owner: one request, one trace.
+        let traceparent = crate::telemetry::current_traceparent();
         let timer = self.metrics.rpc_latency.start_timer();
         let result = self
             .rpc
-            .call(owner, RPC_SESSION, payload, Duration::from_secs(30))
+            .call_traced(
+                owner,
+                RPC_SESSION,
+                payload,
+                Duration::from_secs(30),
+                traceparent.as_deref(),
+            )
             .await;
         timer.observe_duration();
         let outcome = match &result {
@@ -239,8 +248,24 @@ impl Node {
             .map(|i| i.instance_id)
     }
 
-    /// Serves a request forwarded by another instance.
-    pub async fn handle_forwarded(&self, forwarded: Forwarded) -> ForwardReply {
+    /// Serves a request forwarded by another instance, as a child of the caller's span.
+    pub async fn handle_forwarded(
+        &self,
+        forwarded: Forwarded,
+        traceparent: Option<&str>,
+    ) -> ForwardReply {
+        let span = tracing::info_span!(
+            "forwarded",
+            method = %forwarded.method,
+            instance_id = %self.instance_id(),
+        );
+        if let Some(traceparent) = traceparent {
+            crate::telemetry::set_remote_parent(&span, traceparent);
+        }
+        self.run_forwarded(forwarded).instrument(span).await
+    }
+
+    async fn run_forwarded(&self, forwarded: Forwarded) -> ForwardReply {
         let key = session_key(
             &forwarded.tenant,
             forwarded

@@ -183,7 +183,9 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
         async move {
             let forwarded: Forwarded = serde_json::from_value(request.payload)
                 .map_err(|e| format!("malformed forwarded request: {e}"))?;
-            let reply: ForwardReply = node.handle_forwarded(forwarded).await;
+            let reply: ForwardReply = node
+                .handle_forwarded(forwarded, request.trace.as_deref())
+                .await;
             serde_json::to_value(reply).map_err(|e| e.to_string())
         }
     };

@@ -8,3 +8,4 @@ mod config;
 mod failover;
 mod routing;
 mod support;
+mod traces;

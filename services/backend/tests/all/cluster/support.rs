@@ -39,6 +39,8 @@ pub struct Cluster {
     pub project: PathBuf,
     pub cluster_id: String,
     pub instances: Vec<Instance>,
+    /// Extra environment for every instance.
+    pub extra_env: Vec<(String, String)>,
 }
 
 fn free_port() -> u16 {
@@ -51,6 +53,14 @@ fn free_port() -> u16 {
 
 impl Cluster {
     pub async fn start(n: usize, turns: Vec<Turn>) -> Cluster {
+        Self::start_with_env(n, turns, Vec::new()).await
+    }
+
+    pub async fn start_with_env(
+        n: usize,
+        turns: Vec<Turn>,
+        extra_env: Vec<(String, String)>,
+    ) -> Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let pg = PgServer::start().unwrap();
         let db_url = pg.create_unique_database("cluster").unwrap();
@@ -77,6 +87,7 @@ impl Cluster {
             project,
             cluster_id: format!("test-{}", uuid::Uuid::new_v4().simple()),
             instances: Vec::new(),
+            extra_env,
         };
         let migrate = cluster.command(&["migrate"]).output().unwrap();
         assert!(
@@ -116,6 +127,7 @@ impl Cluster {
             .env("LUMINA_API_TYPE", "anthropic")
             .env("LUMINA_PERMISSION_MODE", "bypass")
             .env("LUMINA_LOG", "info,lumina_backend=debug")
+            .envs(self.extra_env.iter().cloned())
             .stdin(Stdio::null());
         cmd
     }
