@@ -15,6 +15,7 @@ pub(crate) enum Kind {
     Usize,
     Fraction,
     Permissions,
+    Hooks,
 }
 
 /// Every setting of [`crate::Settings`], in declaration order.
@@ -53,6 +54,8 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("cluster_lease_ttl_ms", Kind::U64),
     ("cluster_drain_timeout_ms", Kind::U64),
     ("memory_fabric_store", Kind::Str),
+    ("web_search_url", Kind::Str),
+    ("hooks", Kind::Hooks),
 ];
 
 /// Keys also read from `LLM_<KEY>`: only the model settings, so that another tool's
@@ -127,6 +130,10 @@ pub(crate) const PROJECT_DENIED: &[(&str, &str)] = &[
         "fallback_api_base_url",
         "a project may not choose where the user's API key is sent",
     ),
+    (
+        "web_search_url",
+        "a project may not choose where the user's searches are sent",
+    ),
 ];
 
 /// The names of all settings, e.g. for documentation and `config` listings.
@@ -163,6 +170,7 @@ pub(crate) fn check_value(
         (Value::Number(n), Kind::U32) => n.as_u64().is_some_and(|v| u32::try_from(v).is_ok()),
         (Value::Number(n), Kind::Usize) => n.as_u64().is_some_and(|v| usize::try_from(v).is_ok()),
         (Value::Number(n), Kind::Fraction) => n.as_f64().is_some_and(|v| v > 0.0 && v <= 1.0),
+        (Value::Object(map), Kind::Hooks) => return check_hooks(map).map(|()| value),
         (Value::Object(map), Kind::Permissions) => {
             ["allow", "deny"].iter().all(|list| match map.get(*list) {
                 None | Some(Value::Null) => true,
@@ -199,7 +207,60 @@ pub(crate) fn describe(key: &str, kind: Kind) -> String {
         Kind::Permissions => {
             "an object with string lists `allow` and `deny`, e.g. {\"deny\": [\"shell\"]}".into()
         }
+        Kind::Hooks => format!(
+            "an object whose keys are hook events ({}) and whose values are lists of \
+             {{\"command\": \"...\", \"timeout_ms\"?: 10000, \"matcher\"?: \"tool-glob\"}}",
+            HOOK_EVENTS.join(", ")
+        ),
     }
+}
+
+/// The hook events `hooks` may configure.
+pub(crate) const HOOK_EVENTS: &[&str] = &[
+    "session_start",
+    "user_prompt_submit",
+    "pre_tool_use",
+    "post_tool_use",
+    "stop",
+];
+
+/// Checks a `hooks` object; the error names the offending entry.
+fn check_hooks(map: &serde_json::Map<String, Value>) -> std::result::Result<(), String> {
+    let expected = describe("hooks", Kind::Hooks);
+    for (event, entries) in map {
+        if !HOOK_EVENTS.contains(&event.as_str()) {
+            return Err(format!("{expected}; `{event}` is not a hook event"));
+        }
+        let entries = match entries {
+            Value::Null => continue,
+            Value::Array(entries) => entries,
+            _ => return Err(format!("{expected}; `{event}` must be a list")),
+        };
+        for (i, entry) in entries.iter().enumerate() {
+            let at = format!("{expected}; `{event}[{i}]`");
+            let Value::Object(entry) = entry else {
+                return Err(format!("{at} must be an object"));
+            };
+            match entry.get("command") {
+                Some(Value::String(c)) if !c.trim().is_empty() => {}
+                _ => return Err(format!("{at} needs a non-empty string `command`")),
+            }
+            for (field, value) in entry {
+                let ok = match field.as_str() {
+                    "command" => true,
+                    "timeout_ms" => value.as_u64().is_some_and(|v| v > 0) || value.is_null(),
+                    "matcher" => value.is_string() || value.is_null(),
+                    _ => return Err(format!("{at} has an unknown field `{field}`")),
+                };
+                if !ok {
+                    return Err(format!(
+                        "{at}: `timeout_ms` must be a positive whole number and `matcher` a string"
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn parse_env_value(kind: Kind, raw: &str) -> Option<Value> {
@@ -218,7 +279,7 @@ pub(crate) fn parse_env_value(kind: Kind, raw: &str) -> Option<Value> {
             .ok()
             .and_then(Number::from_f64)
             .map(Value::Number),
-        Kind::Permissions => serde_json::from_str(raw).ok(),
+        Kind::Permissions | Kind::Hooks => serde_json::from_str(raw).ok(),
     }
 }
 

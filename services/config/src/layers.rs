@@ -12,7 +12,11 @@
 //! - the project defaults file is repository content anyone can commit, so it may not set
 //!   secrets (SYSTEM.md §2), the base URLs the user's keys are sent to, or loosen
 //!   permissions (`permission_mode` other than `ask`, `permissions.allow`);
-//! - `permissions.deny` rules accumulate across layers: no layer lifts another's deny.
+//! - `permissions.deny` rules accumulate across layers: no layer lifts another's deny;
+//! - `hooks` lists accumulate the same way (per event, lower layer first, duplicates once),
+//!   so project defaults may add hooks but not remove the user's. A project hook is
+//!   repository content that runs commands: review `.Lumina/CONFIG/defaults.json` before
+//!   working in a repository you do not trust.
 //!
 //! Ignored keys are reported in [`Settings::warnings`].
 
@@ -221,8 +225,39 @@ fn deny_rules(map: &Map<String, Value>) -> Vec<Value> {
         .unwrap_or_default()
 }
 
-/// Overlays `layer` on `acc`, then restores the union of both layers' deny rules.
+/// Every hook event's list from `map`.
+fn hook_lists(map: &Map<String, Value>) -> Map<String, Value> {
+    map.get("hooks")
+        .and_then(Value::as_object)
+        .map(|hooks| {
+            hooks
+                .iter()
+                .filter(|(_, list)| list.is_array())
+                .map(|(event, list)| (event.clone(), list.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The union of two layers' hook lists, per event, lower layer first.
+fn union_hooks(lower: Map<String, Value>, upper: Map<String, Value>) -> Map<String, Value> {
+    let mut out = lower;
+    for (event, list) in upper {
+        let entry = out.entry(event).or_insert_with(|| Value::Array(Vec::new()));
+        if let (Value::Array(have), Value::Array(add)) = (entry, list) {
+            for hook in add {
+                if !have.contains(&hook) {
+                    have.push(hook);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Overlays `layer` on `acc`, then restores the union of both layers' deny rules and hooks.
 fn merge(acc: &mut Map<String, Value>, layer: Map<String, Value>) {
+    let hooks = union_hooks(hook_lists(acc), hook_lists(&layer));
     let mut deny = deny_rules(acc);
     for rule in deny_rules(&layer) {
         if !deny.contains(&rule) {
@@ -240,6 +275,9 @@ fn merge(acc: &mut Map<String, Value>, layer: Map<String, Value>) {
         if let Value::Object(perms) = perms {
             perms.insert("deny".into(), Value::Array(deny));
         }
+    }
+    if !hooks.is_empty() {
+        acc.insert("hooks".into(), Value::Object(hooks));
     }
 }
 

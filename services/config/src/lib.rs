@@ -20,4 +20,6 @@ pub use error::{Error, Result};
 pub use keys::setting_keys;
 pub use layers::{env_layer, is_memory_model_key, load, project_defaults_file};
 pub use secret::Secret;
-pub use settings::{EndpointSettings, MissingModel, ModelSettings, Permissions, Settings};
+pub use settings::{
+    EndpointSettings, HookEntry, Hooks, MissingModel, ModelSettings, Permissions, Settings,
+};

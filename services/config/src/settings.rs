@@ -19,6 +19,41 @@ pub struct Permissions {
     pub deny: Vec<String>,
 }
 
+/// One hook: a command run with `sh -c` in the project root, the event's JSON on stdin.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(deny_unknown_fields)]
+pub struct HookEntry {
+    pub command: String,
+    /// Milliseconds before the hook's process group is killed. Default: 10000.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+    /// Tool-name glob (`pre_tool_use`, `post_tool_use`); none matches every tool.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub matcher: Option<String>,
+}
+
+/// Hooks by event. Lists from the user settings and the project defaults add up (user
+/// hooks first); a higher layer cannot remove a lower layer's hooks.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Hooks {
+    pub session_start: Vec<HookEntry>,
+    pub user_prompt_submit: Vec<HookEntry>,
+    pub pre_tool_use: Vec<HookEntry>,
+    pub post_tool_use: Vec<HookEntry>,
+    pub stop: Vec<HookEntry>,
+}
+
+impl Hooks {
+    pub fn is_empty(&self) -> bool {
+        self.session_start.is_empty()
+            && self.user_prompt_submit.is_empty()
+            && self.pre_tool_use.is_empty()
+            && self.post_tool_use.is_empty()
+            && self.stop.is_empty()
+    }
+}
+
 /// All runtime settings after merging the layers (see [`crate::load`]). Secrets are
 /// [`Secret`]s and `Debug` never prints them.
 #[derive(Clone, PartialEq, Deserialize)]
@@ -100,6 +135,12 @@ pub struct Settings {
     /// Memory Fabric store, e.g. `postgres` in the cluster. Default: none (the profile's
     /// own store).
     pub memory_fabric_store: Option<String>,
+    /// Base URL of a SearxNG-compatible search endpoint for `web_search`
+    /// (`GET {url}/search?q=…&format=json`). Default: none (`web_search` reports that).
+    pub web_search_url: Option<String>,
+    /// Commands run on session start, prompt submit, before and after tool calls and when a
+    /// run stops. Default: none.
+    pub hooks: Hooks,
 
     /// Merged keys this build does not know (newer settings, and the memory-model keys
     /// `memory_bge_*`/`memory_reranker_*` that only user settings.json may set). May hold
@@ -152,6 +193,8 @@ impl Default for Settings {
             cluster_lease_ttl_ms: 10_000,
             cluster_drain_timeout_ms: 30_000,
             memory_fabric_store: None,
+            web_search_url: None,
+            hooks: Hooks::default(),
             extra: Map::new(),
             warnings: Vec::new(),
             settings_file: None,
@@ -197,6 +240,8 @@ impl std::fmt::Debug for Settings {
             .field("cluster_lease_ttl_ms", &self.cluster_lease_ttl_ms)
             .field("cluster_drain_timeout_ms", &self.cluster_drain_timeout_ms)
             .field("memory_fabric_store", &self.memory_fabric_store)
+            .field("web_search_url", &self.web_search_url)
+            .field("hooks", &self.hooks)
             .field("extra_keys", &extra_keys)
             .field("warnings", &self.warnings)
             .field("settings_file", &self.settings_file)

@@ -35,6 +35,20 @@ pub enum Event {
     },
     #[serde(rename = "run.interrupted")]
     RunInterrupted { run_id: String, reason: String },
+    /// A follow-up submitted while another run was active: it starts (`run.started` with the
+    /// same `run_id`) after the runs before it end, in order. A queued run that is cancelled
+    /// before it starts ends with `run.interrupted` and never gets `run.started`.
+    #[serde(rename = "run.queued")]
+    RunQueued {
+        run_id: String,
+        idempotency_key: String,
+        prompt: String,
+        /// The submit's `mode` (`followup`, or `steer` when there was no run to steer).
+        mode: String,
+        /// The submit's `headless` flag, so a run started after a restart keeps it.
+        #[serde(default, skip_serializing_if = "is_false")]
+        headless: bool,
+    },
 
     #[serde(rename = "step.started")]
     StepStarted { run_id: String, step: u32 },
@@ -60,6 +74,10 @@ pub enum Event {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         skill: Option<String>,
     },
+    /// A steering message for the active run: delivered to the model as a user message before
+    /// the run's next model request (or, when the run ends first, before the next run's).
+    #[serde(rename = "message.steering")]
+    MessageSteering { run_id: String, text: String },
     #[serde(rename = "message.assistant")]
     MessageAssistant {
         run_id: String,
@@ -77,6 +95,10 @@ pub enum Event {
         api_type: String,
         message_count: u32,
         context_tokens: u64,
+        /// The last journal seq the compiled context includes (0 in journals written before
+        /// this field existed). Steering messages up to it were delivered by this request.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        through_seq: u64,
     },
     #[serde(rename = "model.responded")]
     ModelResponded {
@@ -140,6 +162,29 @@ pub enum Event {
         reason: Option<String>,
     },
 
+    /// A configured hook ran (`hook` is its command, clipped).
+    #[serde(rename = "hook.completed")]
+    HookCompleted {
+        hook: String,
+        /// `session_start`, `user_prompt_submit`, `pre_tool_use`, `post_tool_use` or `stop`.
+        event: String,
+        /// `None` when the hook was killed (timeout, interrupt) or could not start.
+        exit_code: Option<i32>,
+        /// stdout then stderr, capped.
+        output: String,
+        /// True when the hook exited with code 2 on an event that can be blocked.
+        blocked: bool,
+        #[serde(default, skip_serializing_if = "is_false")]
+        timed_out: bool,
+        duration_ms: u64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        call_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        tool: Option<String>,
+    },
+
     #[serde(rename = "task.updated")]
     TaskUpdated { todos: Vec<TodoItem> },
     #[serde(rename = "usage.recorded")]
@@ -184,10 +229,12 @@ impl Event {
             Event::RunCompleted { .. } => "run.completed",
             Event::RunFailed { .. } => "run.failed",
             Event::RunInterrupted { .. } => "run.interrupted",
+            Event::RunQueued { .. } => "run.queued",
             Event::StepStarted { .. } => "step.started",
             Event::StepCompleted { .. } => "step.completed",
             Event::StepInterrupted { .. } => "step.interrupted",
             Event::MessageUser { .. } => "message.user",
+            Event::MessageSteering { .. } => "message.steering",
             Event::MessageAssistant { .. } => "message.assistant",
             Event::ModelRequested { .. } => "model.requested",
             Event::ModelResponded { .. } => "model.responded",
@@ -196,6 +243,7 @@ impl Event {
             Event::ToolInterrupted { .. } => "tool.interrupted",
             Event::PermissionRequested { .. } => "permission.requested",
             Event::PermissionResolved { .. } => "permission.resolved",
+            Event::HookCompleted { .. } => "hook.completed",
             Event::TaskUpdated { .. } => "task.updated",
             Event::UsageRecorded { .. } => "usage.recorded",
             Event::Warning { .. } => "warning",
@@ -232,6 +280,8 @@ impl Event {
             | Event::RunCompleted { run_id, .. }
             | Event::RunFailed { run_id, .. }
             | Event::RunInterrupted { run_id, .. }
+            | Event::RunQueued { run_id, .. }
+            | Event::MessageSteering { run_id, .. }
             | Event::StepStarted { run_id, .. }
             | Event::StepCompleted { run_id, .. }
             | Event::StepInterrupted { run_id, .. }
@@ -246,13 +296,23 @@ impl Event {
             | Event::PermissionResolved { run_id, .. }
             | Event::UsageRecorded { run_id, .. }
             | Event::Checkpoint { run_id, .. } => Some(run_id),
-            Event::Warning { run_id, .. } => run_id.as_deref(),
+            Event::Warning { run_id, .. } | Event::HookCompleted { run_id, .. } => {
+                run_id.as_deref()
+            }
             Event::SessionCreated { .. }
             | Event::SessionArchived {}
             | Event::TaskUpdated { .. }
             | Event::Unknown => None,
         }
     }
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// A tool call the model asked for.
@@ -327,5 +387,45 @@ mod tests {
     fn unknown_kinds_decode_as_unknown() {
         let event = Event::from_parts("team.spawned", &serde_json::json!({"x": 1})).unwrap();
         assert_eq!(event, Event::Unknown);
+    }
+
+    #[test]
+    fn extension_events_round_trip_and_old_requests_decode() {
+        for event in [
+            Event::RunQueued {
+                run_id: "r2".into(),
+                idempotency_key: "k".into(),
+                prompt: "next".into(),
+                mode: "followup".into(),
+                headless: false,
+            },
+            Event::MessageSteering {
+                run_id: "r1".into(),
+                text: "left".into(),
+            },
+            Event::HookCompleted {
+                hook: "echo".into(),
+                event: "stop".into(),
+                exit_code: None,
+                output: String::new(),
+                blocked: false,
+                timed_out: true,
+                duration_ms: 5,
+                run_id: Some("r1".into()),
+                call_id: None,
+                tool: None,
+            },
+        ] {
+            let (kind, payload) = event.to_parts();
+            assert_eq!(Event::from_parts(&kind, &payload).unwrap(), event);
+        }
+        let old = serde_json::json!({"run_id": "r", "step": 1, "model": "m", "api_type": "a",
+            "message_count": 2, "context_tokens": 3});
+        let Event::ModelRequested { through_seq, .. } =
+            Event::from_parts("model.requested", &old).unwrap()
+        else {
+            panic!("not a model.requested")
+        };
+        assert_eq!(through_seq, 0);
     }
 }

@@ -80,7 +80,7 @@ pub struct SessionInfo {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     pub run_id: String,
-    /// `running`, `completed`, `failed` or `interrupted`.
+    /// `queued`, `running`, `completed`, `failed` or `interrupted`.
     pub status: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
@@ -167,6 +167,31 @@ pub struct SessionSubmitParams {
     /// True when nobody can answer permission requests: `ask` becomes a denial.
     #[serde(default)]
     pub headless: bool,
+    /// What to do when a run is active: queue a follow-up run (the default) or steer the
+    /// active run. Ignored when the session is idle: the prompt starts a run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<SubmitMode>,
+}
+
+/// How a submit joins a session that is busy.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SubmitMode {
+    /// A new run, queued behind the active one (and any queued before it).
+    #[default]
+    #[serde(alias = "follow_up", alias = "follow-up")]
+    Followup,
+    /// A message delivered to the active run before its next model request.
+    Steer,
+}
+
+impl SubmitMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SubmitMode::Followup => "followup",
+            SubmitMode::Steer => "steer",
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

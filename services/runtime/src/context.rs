@@ -46,9 +46,21 @@ pub fn system_prompt(
     out
 }
 
+/// The `run.failed` code of a run whose prompt a hook blocked.
+pub const BLOCKED_BY_HOOK: &str = "blocked_by_hook";
+
+/// How a steering message is introduced to the model.
+pub const STEERING_PREFIX: &str = "[The user sent this message while you were working]";
+
 /// Rebuilds the model-visible conversation from journal events. A checkpoint replaces the
 /// history up to its boundary with its summary; tool calls that never got a result are
 /// answered with an "interrupted" error result so providers accept the transcript.
+///
+/// A steering message appears where it was delivered, not where it was journaled: right
+/// before the first model request whose context included it (`model.requested`'s
+/// `through_seq`), before the next run's prompt when its run ended first, or at the end
+/// (the request being compiled now). That is the same position every time the history is
+/// rebuilt, and never between a tool call and its result.
 pub fn build_history(events: &[EventFrame], skills: &SkillCatalog) -> History {
     let checkpoint = events.iter().rev().find_map(|f| match &f.event {
         Event::Checkpoint {
@@ -76,8 +88,30 @@ pub fn build_history(events: &[EventFrame], skills: &SkillCatalog) -> History {
             },
         );
     }
+    // A prompt a `user_prompt_submit` hook blocked never reaches the model, not even later.
+    let blocked: HashSet<&str> = events
+        .iter()
+        .filter_map(|f| match &f.event {
+            Event::RunFailed { run_id, code, .. } if code == BLOCKED_BY_HOOK => {
+                Some(run_id.as_str())
+            }
+            _ => None,
+        })
+        .collect();
+    let mut steering: Vec<(u64, String)> = Vec::new();
     for frame in events.iter().filter(|f| f.seq > compacted_through) {
         match &frame.event {
+            Event::MessageUser { run_id, .. } if blocked.contains(run_id.as_str()) => {}
+            Event::MessageSteering { text, .. } => steering.push((frame.seq, text.clone())),
+            Event::ModelRequested { through_seq, .. } => {
+                let upto = if *through_seq == 0 {
+                    u64::MAX
+                } else {
+                    *through_seq
+                };
+                deliver_steering(&mut messages, &mut steering, upto);
+            }
+            Event::RunStarted { .. } => deliver_steering(&mut messages, &mut steering, u64::MAX),
             Event::MessageUser { text, skill, .. } => {
                 let text = match skill.as_deref().and_then(|name| skills.get(name)) {
                     Some(found) => {
@@ -140,10 +174,26 @@ pub fn build_history(events: &[EventFrame], skills: &SkillCatalog) -> History {
             _ => {}
         }
     }
+    deliver_steering(&mut messages, &mut steering, u64::MAX);
     close_dangling_tool_uses(&mut messages);
     History {
         messages,
         compacted_through,
+    }
+}
+
+/// Appends the pending steering messages journaled at or before `upto`, in order.
+fn deliver_steering(messages: &mut Vec<Message>, pending: &mut Vec<(u64, String)>, upto: u64) {
+    let (due, later): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(seq, _)| *seq <= upto);
+    *pending = later;
+    for (_, text) in due {
+        push(
+            messages,
+            Role::User,
+            ContentBlock::Text {
+                text: format!("{STEERING_PREFIX}\n{text}"),
+            },
+        );
     }
 }
 
@@ -286,6 +336,9 @@ pub fn compact(
                     requests.push(clip(text, 300));
                 }
             }
+            Event::MessageSteering { text, .. } => {
+                requests.push(format!("(while you worked) {}", clip(text, 300)))
+            }
             Event::MessageAssistant { text, .. } if !text.trim().is_empty() => {
                 decisions.push(clip(text, 400))
             }
@@ -398,126 +451,4 @@ fn clip(text: &str, max: usize) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use lumina_protocol::ToolCallInfo;
-    use pretty_assertions::assert_eq;
-    use serde_json::json;
-
-    fn frame(seq: u64, event: Event) -> EventFrame {
-        EventFrame {
-            session_id: "s".into(),
-            seq,
-            stream: "main".into(),
-            stream_seq: seq,
-            ts_ms: 0,
-            event,
-        }
-    }
-
-    fn user(seq: u64, text: &str) -> EventFrame {
-        frame(
-            seq,
-            Event::MessageUser {
-                run_id: "r".into(),
-                text: text.into(),
-                skill: None,
-            },
-        )
-    }
-
-    fn assistant(seq: u64, text: &str, calls: &[&str]) -> EventFrame {
-        frame(
-            seq,
-            Event::MessageAssistant {
-                run_id: "r".into(),
-                step: 1,
-                text: text.into(),
-                tool_calls: calls
-                    .iter()
-                    .map(|id| ToolCallInfo {
-                        id: id.to_string(),
-                        name: "shell".into(),
-                        arguments: json!({"command": "ls"}),
-                    })
-                    .collect(),
-            },
-        )
-    }
-
-    #[test]
-    fn tool_uses_without_results_are_answered_as_interrupted() {
-        let events = vec![
-            user(1, "list files"),
-            assistant(2, "looking", &["c1", "c2"]),
-            frame(
-                3,
-                Event::ToolCompleted {
-                    run_id: "r".into(),
-                    call_id: "c1".into(),
-                    tool: "shell".into(),
-                    is_error: false,
-                    output: "a b".into(),
-                    metadata: serde_json::Value::Null,
-                },
-            ),
-            user(4, "and now?"),
-        ];
-        let history = build_history(&events, &SkillCatalog::default());
-        assert_eq!(history.messages.len(), 3);
-        let results: Vec<(String, bool)> = history.messages[2]
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::ToolResult {
-                    tool_use_id,
-                    is_error,
-                    ..
-                } => Some((tool_use_id.clone(), *is_error)),
-                _ => None,
-            })
-            .collect();
-        assert_eq!(
-            results,
-            vec![("c2".to_string(), true), ("c1".to_string(), false)]
-        );
-        // The follow-up prompt stays in the same user message, after the results.
-        assert!(matches!(
-            history.messages[2].content.last(),
-            Some(ContentBlock::Text { text }) if text == "and now?"
-        ));
-    }
-
-    #[test]
-    fn compaction_keeps_the_goal_and_replaces_older_turns() {
-        let events = vec![
-            user(1, "goal: ship the parser"),
-            assistant(2, "decided to use a recursive descent parser", &[]),
-            user(3, "now add tests"),
-            assistant(4, "added tests", &[]),
-            user(5, "current request"),
-        ];
-        let checkpoint = compact(&events, "r", 1, 5000).unwrap();
-        let Event::Checkpoint {
-            through_seq,
-            summary,
-            ..
-        } = &checkpoint
-        else {
-            panic!("{checkpoint:?}")
-        };
-        assert_eq!(*through_seq, 4);
-        assert!(summary.contains("goal: ship the parser"));
-        assert!(summary.contains("recursive descent"));
-        assert!(summary.contains("now add tests"));
-        let mut with_checkpoint = events.clone();
-        with_checkpoint.push(frame(6, checkpoint));
-        let history = build_history(&with_checkpoint, &SkillCatalog::default());
-        let text = serde_json::to_string(&history.messages).unwrap();
-        assert!(text.contains("Summary of the earlier conversation"));
-        assert!(text.contains("current request"));
-        assert_eq!(history.compacted_through, 4);
-        // Nothing older than the kept turn: nothing more to compact.
-        assert!(compact(&with_checkpoint, "r", 1, 10).is_none());
-    }
-}
+mod tests;

@@ -14,7 +14,7 @@ pub enum Error {
     InvalidParams(String),
     #[error("session {0} is archived")]
     Archived(String),
-    #[error("session {0} has a running turn; interrupt it first")]
+    #[error("session {0} has a running or queued turn; interrupt it first")]
     Busy(String),
     #[error("the project root {0} does not exist or is not a directory")]
     BadProjectRoot(String),

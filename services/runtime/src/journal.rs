@@ -99,6 +99,7 @@ impl SessionJournal {
                 Event::SessionCreated { .. }
                     | Event::SessionArchived {}
                     | Event::RunStarted { .. }
+                    | Event::RunQueued { .. }
                     | Event::RunCompleted { .. }
                     | Event::RunFailed { .. }
                     | Event::RunInterrupted { .. }

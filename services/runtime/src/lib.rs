@@ -4,12 +4,15 @@
 
 pub mod context;
 mod error;
+pub mod hooks;
 pub mod journal;
 pub mod projection;
+mod queue;
 pub mod recovery;
 mod run;
 pub mod session;
 pub mod settings;
+mod tool_call;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -176,7 +179,42 @@ impl Runtime {
                 project_root: root.display().to_string(),
             }])
             .await?;
+        self.session_start_hooks(&session).await?;
         session.info().await
+    }
+
+    /// Runs the `session_start` hooks of a new session. Settings that do not load skip them
+    /// (the first submit reports the problem).
+    async fn session_start_hooks(&self, session: &Session) -> Result<()> {
+        let settings = match lumina_config::load(
+            &self.options.app_root,
+            Some(session.project_root()),
+            &self.options.env,
+            &Default::default(),
+        ) {
+            Ok(settings) => settings,
+            Err(err) => {
+                tracing::warn!(session_id = %session.id(), error = %err, "session_start hooks skipped: settings do not load");
+                return Ok(());
+            }
+        };
+        let (set, _) = hooks::HookSet::from_settings(&settings.hooks);
+        let scope = hooks::HookScope {
+            journal: session.journal(),
+            project_root: session.project_root(),
+            run_id: None,
+            call_id: None,
+            tool: None,
+            cancel: None,
+        };
+        hooks::run_hooks(
+            &set,
+            hooks::HookEvent::SessionStart,
+            &scope,
+            serde_json::json!({ "source": "create" }),
+        )
+        .await?;
+        Ok(())
     }
 
     /// Sessions of this tenant, newest first.
@@ -215,6 +253,10 @@ impl Runtime {
             PathBuf::from(&record.project_root),
             self.shared.clone(),
         ));
+        if !record.archived {
+            // Follow-ups queued before a crash or a hand-over start now, in order.
+            session.resume_queued().await;
+        }
         sessions.insert(session_id.to_string(), session.clone());
         if let Some(observer) = &self.observer {
             observer.opened(&session);
@@ -228,7 +270,11 @@ impl Runtime {
         if session.journal().with_projection(|p| p.archived).await {
             return Ok(());
         }
-        if session.is_running() {
+        let queued = session
+            .journal()
+            .with_projection(|p| !p.queued.is_empty())
+            .await;
+        if session.is_running() || queued {
             return Err(Error::Busy(session_id.to_string()));
         }
         session

@@ -2,7 +2,7 @@
 //! session-scoped approvals and what recovery must close. One reducer, fed every event in seq
 //! order, both when a session is opened (replay) and as events are appended (live).
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use lumina_protocol::methods::{RunSummary, SessionInfo};
 use lumina_protocol::{Decision, Event, EventFrame, TodoItem, Usage};
@@ -29,6 +29,16 @@ pub struct OpenRun {
     pub open_permissions: BTreeMap<String, EventFrame>,
 }
 
+/// A follow-up waiting for the runs before it (`run.queued` without `run.started` yet).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedRun {
+    pub run_id: String,
+    pub idempotency_key: String,
+    pub prompt: String,
+    pub mode: String,
+    pub headless: bool,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct Projection {
     pub title: String,
@@ -40,6 +50,11 @@ pub struct Projection {
     pub runs: HashMap<String, RunSummary>,
     pub last_run: Option<String>,
     pub open_runs: BTreeMap<String, OpenRun>,
+    /// Follow-ups in the order they start. Not open runs: recovery has nothing to close for
+    /// them, it starts them.
+    pub queued: Vec<QueuedRun>,
+    /// Seqs of `message.steering` events no model request has included yet.
+    pub undelivered_steering: BTreeSet<u64>,
     /// (tool, args_hash) pairs approved for the session.
     pub session_grants: HashSet<(String, String)>,
     /// request_id → (tool, args_hash), to bind `allow_session` decisions.
@@ -55,7 +70,43 @@ impl Projection {
         match &frame.event {
             Event::SessionCreated { title, .. } => self.title = title.clone(),
             Event::SessionArchived {} => self.archived = true,
+            Event::RunQueued {
+                run_id,
+                idempotency_key,
+                prompt,
+                mode,
+                headless,
+            } => {
+                // Not `last_run`: that is the latest run that started.
+                self.runs.insert(
+                    run_id.clone(),
+                    RunSummary {
+                        run_id: run_id.clone(),
+                        status: "queued".into(),
+                        result: None,
+                        error: None,
+                    },
+                );
+                self.queued.push(QueuedRun {
+                    run_id: run_id.clone(),
+                    idempotency_key: idempotency_key.clone(),
+                    prompt: prompt.clone(),
+                    mode: mode.clone(),
+                    headless: *headless,
+                });
+            }
+            Event::MessageSteering { .. } => {
+                self.undelivered_steering.insert(frame.seq);
+            }
+            Event::ModelRequested { through_seq, .. } => {
+                if *through_seq == 0 {
+                    self.undelivered_steering.clear();
+                } else {
+                    self.undelivered_steering.retain(|seq| seq > through_seq);
+                }
+            }
             Event::RunStarted { run_id, .. } => {
+                self.queued.retain(|q| q.run_id != *run_id);
                 self.set_run(run_id, "running", None, None);
                 self.open_runs.entry(run_id.clone()).or_default();
             }
@@ -139,12 +190,14 @@ impl Projection {
                 self.open_runs.remove(run_id);
             }
             Event::RunInterrupted { run_id, reason } => {
+                // A queued run cancelled before it started ends here too.
+                self.queued.retain(|q| q.run_id != *run_id);
                 self.set_run(run_id, "interrupted", None, Some(reason.clone()));
                 self.open_runs.remove(run_id);
             }
             Event::MessageAssistant { .. }
-            | Event::ModelRequested { .. }
             | Event::ModelResponded { .. }
+            | Event::HookCompleted { .. }
             | Event::Warning { .. }
             | Event::Checkpoint { .. }
             | Event::Unknown => {}
@@ -173,7 +226,7 @@ impl Projection {
     pub fn status(&self) -> &'static str {
         if self.archived {
             "archived"
-        } else if self.open_runs.is_empty() {
+        } else if self.open_runs.is_empty() && self.queued.is_empty() {
             "idle"
         } else {
             "running"

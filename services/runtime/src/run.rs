@@ -1,19 +1,25 @@
 //! One run of the agent loop: compile context → stream the model → run tool calls through
 //! permissions → append results → repeat until the model stops, the user interrupts, a budget
 //! is hit, or something fails. Every step is journaled; failures are recorded, never hidden.
+//!
+//! Around the loop: `user_prompt_submit` hooks before the first step (exit 2 fails the run
+//! with `blocked_by_hook`), `stop` hooks before the terminal event. A run whose model
+//! answered while a steering message was still undelivered takes another step instead of
+//! ending, so the message reaches the model in this run. The end of a run and the start of
+//! the next queued one happen under the session's dispatch lock ([`execute`] returns it).
 
 use std::sync::Arc;
 
-use lumina_model::{ChatRequest, ModelClient, ModelError, StreamDelta, ToolCall, ToolSpec};
-use lumina_protocol::{Decision, DeltaFrame, Event, TodoItem, ToolCallInfo, Usage};
-use lumina_tools::permission::{args_hash, PermissionEngine, PermissionMode, Verdict};
-use lumina_tools::{ToolContext, ToolOutput};
-use serde_json::Value;
+use lumina_model::{ChatRequest, ModelClient, ModelError, StreamDelta, ToolSpec};
+use lumina_protocol::{DeltaFrame, Event, ToolCallInfo, Usage};
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use crate::context;
+use crate::hooks::{run_hooks, HookEvent, HookScope, HookVerdict};
 use crate::session::Session;
 use crate::settings::RunSettings;
+use crate::tool_call::run_tool;
 use crate::{Error, Result};
 
 /// Steps per run before the run fails with `step_limit` (a runaway-loop guard).
@@ -29,53 +35,165 @@ enum Outcome {
 pub(crate) struct RunContext {
     pub session: Arc<Session>,
     pub run_id: String,
+    /// The run's prompt (for `user_prompt_submit` hooks).
+    pub prompt: String,
     pub settings: RunSettings,
     pub headless: bool,
     pub cancel: CancellationToken,
 }
 
-/// Runs to the end and journals the terminal event. Journal errors (e.g. a lost fence) stop
-/// the run at once; there is nothing more it may write.
-pub(crate) async fn execute(ctx: RunContext) {
+/// Runs to the end, journals the terminal event and starts the next queued run, which it
+/// returns for the caller to execute. Journal errors (e.g. a lost fence) stop the run at
+/// once; there is nothing more it may write.
+pub(crate) async fn execute(ctx: RunContext) -> Option<RunContext> {
     let journal = ctx.session.journal().clone();
-    let outcome = match run_loop(&ctx).await {
-        Ok(outcome) => outcome,
-        Err(Error::Fenced) => {
-            ctx.session.mark_fenced();
-            tracing::warn!(session_id = %journal.session_id(), run_id = %ctx.run_id, "run stopped: session fenced by a newer owner");
-            return;
+    let mut steps = 0;
+    let mut last_text = String::new();
+    let mut first = Some(prompt_hooks(&ctx).await);
+    loop {
+        let result = match first.take() {
+            Some(Ok(Some(blocked))) => Ok(blocked),
+            Some(Err(err)) => Err(err),
+            Some(Ok(None)) | None => run_loop(&ctx, &mut steps, &mut last_text).await,
+        };
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(Error::Fenced) => return fenced(&ctx).await,
+            Err(err) => Outcome::Failed {
+                code: "runtime_error".into(),
+                message: err.to_string(),
+            },
+        };
+        if steering_pending(&ctx, &outcome).await {
+            continue;
         }
-        Err(err) => Outcome::Failed {
-            code: "runtime_error".into(),
-            message: err.to_string(),
-        },
-    };
-    let usage = ctx.session.run_usage(&ctx.run_id).await;
-    let event = match outcome {
-        Outcome::Completed(result) => Event::RunCompleted {
-            run_id: ctx.run_id.clone(),
-            result,
-            usage,
-        },
-        Outcome::Failed { code, message } => Event::RunFailed {
-            run_id: ctx.run_id.clone(),
-            code,
-            message,
-        },
-        Outcome::Interrupted(reason) => Event::RunInterrupted {
-            run_id: ctx.run_id.clone(),
-            reason,
-        },
-    };
-    if let Err(err) = journal.append(vec![event]).await {
-        tracing::error!(session_id = %journal.session_id(), run_id = %ctx.run_id, error = %err, "could not journal the end of a run");
+        if !ctx.session.is_stopping() {
+            if let Err(Error::Fenced) = stop_hooks(&ctx, &outcome).await {
+                return fenced(&ctx).await;
+            }
+        }
+        let turn = ctx.session.dispatch().lock().await;
+        // A steering message that came in while the stop hooks ran still belongs here.
+        if steering_pending(&ctx, &outcome).await {
+            drop(turn);
+            continue;
+        }
+        let usage = ctx.session.run_usage(&ctx.run_id).await;
+        let event = match outcome {
+            Outcome::Completed(result) => Event::RunCompleted {
+                run_id: ctx.run_id.clone(),
+                result,
+                usage,
+            },
+            Outcome::Failed { code, message } => Event::RunFailed {
+                run_id: ctx.run_id.clone(),
+                code,
+                message,
+            },
+            Outcome::Interrupted(reason) => Event::RunInterrupted {
+                run_id: ctx.run_id.clone(),
+                reason,
+            },
+        };
+        if let Err(err) = journal.append(vec![event]).await {
+            tracing::error!(session_id = %journal.session_id(), run_id = %ctx.run_id, error = %err, "could not journal the end of a run");
+            ctx.session.run_ended(&ctx.run_id);
+            return None;
+        }
+        let next = ctx.session.start_next_locked(&ctx.run_id).await;
+        drop(turn);
+        return next;
     }
 }
 
-async fn run_loop(ctx: &RunContext) -> Result<Outcome> {
+/// The session was fenced: stop without writing and forget the run.
+async fn fenced(ctx: &RunContext) -> Option<RunContext> {
+    ctx.session.mark_fenced();
+    ctx.session.run_ended(&ctx.run_id);
+    tracing::warn!(session_id = %ctx.session.id(), run_id = %ctx.run_id, "run stopped: session fenced by a newer owner");
+    None
+}
+
+/// Whether a run that completed must take another step for an undelivered steering message.
+async fn steering_pending(ctx: &RunContext, outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Completed(_))
+        && !ctx.cancel.is_cancelled()
+        && ctx
+            .session
+            .journal()
+            .with_projection(|p| !p.undelivered_steering.is_empty())
+            .await
+}
+
+fn hook_scope(ctx: &RunContext) -> HookScope<'_> {
+    HookScope {
+        journal: ctx.session.journal(),
+        project_root: ctx.session.project_root(),
+        run_id: Some(&ctx.run_id),
+        call_id: None,
+        tool: None,
+        cancel: Some(&ctx.cancel),
+    }
+}
+
+/// `user_prompt_submit` hooks; `Some(outcome)` when one blocked the prompt.
+async fn prompt_hooks(ctx: &RunContext) -> Result<Option<Outcome>> {
+    for problem in &ctx.settings.hook_problems {
+        ctx.session
+            .journal()
+            .append(vec![Event::Warning {
+                code: "hook_invalid".into(),
+                message: problem.clone(),
+                run_id: Some(ctx.run_id.clone()),
+            }])
+            .await?;
+    }
+    let verdict = run_hooks(
+        &ctx.settings.hooks,
+        HookEvent::UserPromptSubmit,
+        &hook_scope(ctx),
+        json!({ "prompt": ctx.prompt }),
+    )
+    .await?;
+    Ok(match verdict {
+        HookVerdict::Continue => None,
+        HookVerdict::Blocked(reason) => Some(Outcome::Failed {
+            code: context::BLOCKED_BY_HOOK.into(),
+            message: format!("the prompt was blocked by a hook: {reason}"),
+        }),
+    })
+}
+
+/// `stop` hooks, with the settings as they are now (hot reload).
+async fn stop_hooks(ctx: &RunContext, outcome: &Outcome) -> Result<()> {
+    let settings = ctx
+        .session
+        .reload_settings(&ctx.settings)
+        .await
+        .unwrap_or_else(|_| ctx.settings.clone());
+    let payload = match outcome {
+        Outcome::Completed(result) => json!({"status": "completed", "result": result}),
+        Outcome::Failed { code, message } => {
+            json!({"status": "failed", "code": code, "message": message})
+        }
+        Outcome::Interrupted(reason) => json!({"status": "interrupted", "reason": reason}),
+    };
+    // The run may be interrupted already; its stop hooks still run to their timeout.
+    let scope = HookScope {
+        cancel: None,
+        ..hook_scope(ctx)
+    };
+    run_hooks(&settings.hooks, HookEvent::Stop, &scope, payload).await?;
+    Ok(())
+}
+
+/// Steps until the model stops. `steps` and `last_text` carry over between calls: a run that
+/// continues for a steering message goes on numbering its steps.
+async fn run_loop(ctx: &RunContext, steps: &mut u32, last_text: &mut String) -> Result<Outcome> {
     let journal = ctx.session.journal().clone();
-    let mut last_text = String::new();
-    for step in 1..=MAX_STEPS {
+    while *steps < MAX_STEPS {
+        *steps += 1;
+        let step = *steps;
         if ctx.cancel.is_cancelled() {
             return Ok(Outcome::Interrupted("interrupted by the user".into()));
         }
@@ -95,7 +213,7 @@ async fn run_loop(ctx: &RunContext) -> Result<Outcome> {
                 step,
             }])
             .await?;
-        let request = compile(ctx, &settings).await?;
+        let (request, through_seq) = compile(ctx, &settings).await?;
         let tools_len = serde_json::to_string(&request.tools)
             .map(|s| s.len())
             .unwrap_or(0);
@@ -109,6 +227,7 @@ async fn run_loop(ctx: &RunContext) -> Result<Outcome> {
                 api_type: settings.api_type_name(),
                 message_count: request.messages.len() as u32,
                 context_tokens,
+                through_seq,
             }])
             .await?;
 
@@ -180,11 +299,11 @@ async fn run_loop(ctx: &RunContext) -> Result<Outcome> {
             ])
             .await?;
         if !response.text.is_empty() {
-            last_text = response.text.clone();
+            *last_text = response.text.clone();
         }
         if response.tool_calls.is_empty() {
             close_step(ctx, step, response.stop_reason.as_str()).await?;
-            return Ok(Outcome::Completed(last_text));
+            return Ok(Outcome::Completed(last_text.clone()));
         }
         for call in &response.tool_calls {
             if ctx.cancel.is_cancelled() {
@@ -230,8 +349,8 @@ async fn interrupt_step(ctx: &RunContext, step: u32, reason: &str) -> Result<()>
 }
 
 /// Compiles the request for this step, compacting first when the context passes the
-/// threshold.
-async fn compile(ctx: &RunContext, settings: &RunSettings) -> Result<ChatRequest> {
+/// threshold. Also returns the last seq the context includes.
+async fn compile(ctx: &RunContext, settings: &RunSettings) -> Result<(ChatRequest, u64)> {
     let journal = ctx.session.journal();
     let tools: Vec<ToolSpec> = ctx
         .session
@@ -277,11 +396,15 @@ async fn compile(ctx: &RunContext, settings: &RunSettings) -> Result<ChatRequest
             }
         }
     }
-    Ok(ChatRequest {
-        system,
-        messages: history.messages,
-        tools,
-    })
+    let through_seq = events.last().map_or(0, |f| f.seq);
+    Ok((
+        ChatRequest {
+            system,
+            messages: history.messages,
+            tools,
+        },
+        through_seq,
+    ))
 }
 
 async fn stream_model(
@@ -307,221 +430,4 @@ async fn stream_model(
         });
     };
     client.stream(request, &ctx.cancel, &mut on_delta).await
-}
-
-/// Runs one tool call through permissions. Returns true when the user interrupted it.
-async fn run_tool(
-    ctx: &RunContext,
-    settings: &RunSettings,
-    step: u32,
-    call: &ToolCall,
-) -> Result<bool> {
-    let journal = ctx.session.journal();
-    let arguments = match &call.arguments {
-        Ok(v) => v.clone(),
-        Err(raw) => Value::String(raw.clone()),
-    };
-    journal
-        .append(vec![Event::ToolStarted {
-            run_id: ctx.run_id.clone(),
-            step,
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            arguments: arguments.clone(),
-        }])
-        .await?;
-    let tool_ctx = ToolContext {
-        project_root: ctx.session.project_root().to_path_buf(),
-        results_dir: ctx.session.results_dir(),
-        session_id: journal.session_id().to_string(),
-        call_id: call.id.clone(),
-        cancel: ctx.cancel.child_token(),
-        shell_timeout_ms: settings.shell_timeout_ms,
-        shell_max_timeout_ms: settings.shell_max_timeout_ms,
-        output_cap_bytes: settings.output_cap_bytes,
-    };
-    let output = match (&call.arguments, ctx.session.tools().get(&call.name)) {
-        (_, None) => ToolOutput::error(format!(
-            "unknown tool `{}`; available tools: {}",
-            call.name,
-            ctx.session
-                .tools()
-                .descriptors()
-                .iter()
-                .map(|d| d.name.clone())
-                .collect::<Vec<_>>()
-                .join(", ")
-        )),
-        (Err(raw), Some(_)) => ToolOutput::error(format!(
-            "the arguments are not valid JSON ({} bytes); send a JSON object matching the tool's schema",
-            raw.len()
-        )),
-        (Ok(args), Some(tool)) => {
-            match authorize(ctx, settings, &tool_ctx, tool.as_ref(), call, args).await? {
-                Authorization::Allowed => {
-                    tokio::select! {
-                        out = tool.call(&tool_ctx, args.clone()) => out,
-                        _ = ctx.cancel.cancelled() => ToolOutput::error("interrupted"),
-                    }
-                }
-                Authorization::Denied(reason) => {
-                    ToolOutput::error(format!("permission denied: {reason}"))
-                }
-                Authorization::Interrupted => ToolOutput::error("interrupted"),
-            }
-        }
-    };
-    if ctx.cancel.is_cancelled() {
-        journal
-            .append(vec![Event::ToolInterrupted {
-                run_id: ctx.run_id.clone(),
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                reason: "interrupted by the user".into(),
-            }])
-            .await?;
-        return Ok(true);
-    }
-    let mut events = vec![Event::ToolCompleted {
-        run_id: ctx.run_id.clone(),
-        call_id: call.id.clone(),
-        tool: call.name.clone(),
-        is_error: output.is_error,
-        output: output.content.clone(),
-        metadata: output.metadata.clone(),
-    }];
-    if !output.is_error {
-        if let Some(todos) = output.metadata.get("todos") {
-            if let Ok(todos) = serde_json::from_value::<Vec<TodoItem>>(todos.clone()) {
-                events.push(Event::TaskUpdated { todos });
-            }
-        }
-    }
-    journal.append(events).await?;
-    Ok(false)
-}
-
-enum Authorization {
-    Allowed,
-    Denied(String),
-    Interrupted,
-}
-
-async fn authorize(
-    ctx: &RunContext,
-    settings: &RunSettings,
-    tool_ctx: &ToolContext,
-    tool: &dyn lumina_tools::Tool,
-    call: &ToolCall,
-    args: &Value,
-) -> Result<Authorization> {
-    let journal = ctx.session.journal();
-    let descriptor = tool.descriptor();
-    let grants = journal.with_projection(|p| p.session_grants.clone()).await;
-    let engine: &PermissionEngine = &settings.permissions;
-    let mode: PermissionMode = settings.permission_mode;
-    let hash = args_hash(&call.name, args);
-    let resolved = |decision: Decision, by: &str, reason: Option<String>, request_id: String| {
-        Event::PermissionResolved {
-            run_id: ctx.run_id.clone(),
-            request_id,
-            decision,
-            by: by.to_string(),
-            reason,
-        }
-    };
-    match engine.decide(mode, &descriptor, args, &grants) {
-        Verdict::Allow { by } => {
-            // Decisions on tools that change things are journaled; reads are not.
-            if !descriptor.read_only && by != "mode" {
-                journal
-                    .append(vec![resolved(
-                        Decision::AllowOnce,
-                        by,
-                        None,
-                        call.id.clone(),
-                    )])
-                    .await?;
-            }
-            Ok(Authorization::Allowed)
-        }
-        Verdict::Deny { by, reason } => {
-            journal
-                .append(vec![resolved(
-                    Decision::Deny,
-                    by,
-                    Some(reason.clone()),
-                    call.id.clone(),
-                )])
-                .await?;
-            Ok(Authorization::Denied(reason))
-        }
-        Verdict::Ask => {
-            let request_id = uuid::Uuid::new_v4().to_string();
-            let preview = tool.preview(tool_ctx, args).await;
-            if ctx.headless {
-                let reason = format!(
-                    "`{}` needs approval and nobody can answer in headless mode; allow it with --permission-mode or a permissions.allow rule",
-                    call.name
-                );
-                journal
-                    .append(vec![
-                        Event::PermissionRequested {
-                            run_id: ctx.run_id.clone(),
-                            request_id: request_id.clone(),
-                            call_id: call.id.clone(),
-                            tool: call.name.clone(),
-                            arguments: args.clone(),
-                            args_hash: hash,
-                            preview,
-                        },
-                        resolved(Decision::Deny, "headless", Some(reason.clone()), request_id),
-                    ])
-                    .await?;
-                return Ok(Authorization::Denied(reason));
-            }
-            let answer = ctx.session.register_permission(&request_id);
-            journal
-                .append(vec![Event::PermissionRequested {
-                    run_id: ctx.run_id.clone(),
-                    request_id: request_id.clone(),
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    arguments: args.clone(),
-                    args_hash: hash,
-                    preview,
-                }])
-                .await?;
-            let answer = tokio::select! {
-                a = answer => a.ok(),
-                _ = ctx.cancel.cancelled() => None,
-            };
-            ctx.session.forget_permission(&request_id);
-            match answer {
-                None => {
-                    journal
-                        .append(vec![resolved(
-                            Decision::Deny,
-                            "interrupt",
-                            Some("the run was interrupted".into()),
-                            request_id,
-                        )])
-                        .await?;
-                    Ok(Authorization::Interrupted)
-                }
-                Some((decision, reason)) => {
-                    journal
-                        .append(vec![resolved(decision, "user", reason.clone(), request_id)])
-                        .await?;
-                    if decision == Decision::Deny {
-                        Ok(Authorization::Denied(
-                            reason.unwrap_or_else(|| "the user denied this call".into()),
-                        ))
-                    } else {
-                        Ok(Authorization::Allowed)
-                    }
-                }
-            }
-        }
-    }
 }

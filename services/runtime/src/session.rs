@@ -1,5 +1,10 @@
 //! A live session: its journal writer, the active run, pending permission requests, and
 //! subscriptions that deliver every durable event exactly once, backlog first.
+//!
+//! One run is active at a time. A submit while a run is active either queues a follow-up
+//! or steers the active run (`queue.rs`); which run is active changes only under the
+//! session's dispatch lock, so submits, the end of a run and the start of the next queued
+//! run never interleave.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -7,12 +12,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use lumina_journal::CommandRecord;
-use lumina_protocol::methods::{RunSummary, SessionInfo, SessionSubmitParams, SessionSubmitResult};
+use lumina_protocol::methods::{
+    RunSummary, SessionInfo, SessionSubmitParams, SessionSubmitResult, SubmitMode,
+};
 use lumina_protocol::{Decision, Event, EventFrame, Usage};
 use lumina_skills::{InstructionFile, SkillCatalog};
 use lumina_tools::ToolRegistry;
-use serde_json::json;
-use tokio::sync::{broadcast, mpsc, oneshot};
+use serde_json::{json, Map, Value};
+use tokio::sync::{broadcast, mpsc, oneshot, Mutex};
 use tokio_util::sync::CancellationToken;
 
 use crate::journal::{Outbound, SessionJournal};
@@ -22,15 +29,21 @@ use crate::{Error, Result, Shared};
 
 type PermissionAnswer = (Decision, Option<String>);
 
-struct ActiveRun {
-    run_id: String,
-    cancel: CancellationToken,
+pub(crate) struct ActiveRun {
+    pub(crate) run_id: String,
+    pub(crate) cancel: CancellationToken,
 }
 
 #[derive(Default)]
-struct State {
-    active: Option<ActiveRun>,
+pub(crate) struct State {
+    pub(crate) active: Option<ActiveRun>,
     pending: HashMap<String, oneshot::Sender<PermissionAnswer>>,
+    /// Set when this instance stops serving the session (shutdown, drain, eviction): the
+    /// active run is cancelled and queued runs wait for the next owner.
+    pub(crate) stopping: bool,
+    /// Setting overrides of follow-ups queued here, by run id. Never journaled (they may
+    /// hold keys): a follow-up started after a restart uses the layered settings.
+    pub(crate) queued_overrides: HashMap<String, Map<String, Value>>,
 }
 
 /// Project guidance compiled into the model context.
@@ -44,6 +57,8 @@ pub struct Session {
     project_root: PathBuf,
     shared: Arc<Shared>,
     state: StdMutex<State>,
+    /// Held while deciding which run is active (see the module docs).
+    dispatch: Mutex<()>,
     /// Set when a write was refused for an older fence or the session was evicted: this
     /// instance must not write it again.
     fenced: AtomicBool,
@@ -56,6 +71,7 @@ impl Session {
             project_root,
             shared,
             state: StdMutex::new(State::default()),
+            dispatch: Mutex::new(()),
             fenced: AtomicBool::new(false),
         }
     }
@@ -104,7 +120,11 @@ impl Session {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+    pub(crate) fn dispatch(&self) -> &Mutex<()> {
+        &self.dispatch
+    }
+
+    pub(crate) fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A poisoned lock only means another task panicked mid-update of plain data.
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
@@ -145,7 +165,18 @@ impl Session {
         )
     }
 
-    /// Starts a run, or returns the run an earlier submit with the same key started.
+    /// The layered settings with `overrides` on top, read now.
+    pub(crate) fn reload_with(&self, overrides: Map<String, Value>) -> Result<RunSettings, String> {
+        RunSettings::load(
+            &self.shared.app_root,
+            &self.project_root,
+            &self.shared.env,
+            overrides,
+        )
+    }
+
+    /// Starts a run, queues a follow-up or steers the active run (by `params.mode`), or
+    /// returns what an earlier submit with the same key did.
     pub async fn submit(
         self: &Arc<Self>,
         params: SessionSubmitParams,
@@ -169,26 +200,41 @@ impl Session {
             &self.shared.app_root,
             &self.project_root,
             &self.shared.env,
-            overrides,
+            overrides.clone(),
         )
         .map_err(Error::Settings)?;
         settings.check_model().map_err(Error::Settings)?;
 
+        let _turn = self.dispatch.lock().await;
+        let active = self.lock().active.as_ref().map(|a| a.run_id.clone());
+        let queued = self.journal.with_projection(|p| !p.queued.is_empty()).await;
+        let mode = params.mode.unwrap_or_default();
+        let appended = match (active, mode) {
+            (Some(active), SubmitMode::Steer) => self.steer(active, &params).await,
+            (None, _) if !queued => self.start_now(&params, settings).await,
+            (_, mode) => self.enqueue(&params, overrides, mode).await,
+        };
+        match appended {
+            Ok(result) => Ok(result),
+            // A concurrent submit with the same key won the race.
+            Err(Error::Journal(lumina_journal::Error::DuplicateCommand(_))) => self
+                .existing_run(&params.idempotency_key)
+                .await?
+                .ok_or_else(|| Error::InvalidParams("duplicate idempotency key".into())),
+            Err(other) => Err(other),
+        }
+    }
+
+    /// Starts a run at once (the session is idle). Called under the dispatch lock.
+    async fn start_now(
+        self: &Arc<Self>,
+        params: &SessionSubmitParams,
+        settings: RunSettings,
+    ) -> Result<SessionSubmitResult> {
         let run_id = uuid::Uuid::new_v4().to_string();
         let cancel = CancellationToken::new();
-        {
-            let mut state = self.lock();
-            if state.active.is_some() {
-                return Err(Error::Busy(self.id().to_string()));
-            }
-            state.active = Some(ActiveRun {
-                run_id: run_id.clone(),
-                cancel: cancel.clone(),
-            });
-        }
         let skill = lumina_skills::parse_invocation(&params.prompt).map(|(name, _)| name);
-        let appended = self
-            .journal
+        self.journal
             .append_with_command(
                 vec![
                     Event::RunStarted {
@@ -207,33 +253,18 @@ impl Session {
                     result: json!({ "run_id": run_id }),
                 },
             )
-            .await;
-        if let Err(err) = appended {
-            self.lock().active = None;
-            return match err {
-                // A concurrent submit with the same key won the race.
-                Error::Journal(lumina_journal::Error::DuplicateCommand(_)) => self
-                    .existing_run(&params.idempotency_key)
-                    .await?
-                    .ok_or_else(|| Error::InvalidParams("duplicate idempotency key".into())),
-                other => Err(other),
-            };
-        }
-        let ctx = RunContext {
+            .await?;
+        self.lock().active = Some(ActiveRun {
+            run_id: run_id.clone(),
+            cancel: cancel.clone(),
+        });
+        self.spawn_runs(RunContext {
             session: self.clone(),
             run_id: run_id.clone(),
+            prompt: params.prompt.clone(),
             settings,
             headless: params.headless,
             cancel,
-        };
-        let session = self.clone();
-        let finished_run = run_id.clone();
-        tokio::spawn(async move {
-            run::execute(ctx).await;
-            let mut state = session.lock();
-            if state.active.as_ref().map(|a| a.run_id.as_str()) == Some(finished_run.as_str()) {
-                state.active = None;
-            }
         });
         Ok(SessionSubmitResult {
             run_id: run_id.clone(),
@@ -245,6 +276,16 @@ impl Session {
                 error: None,
             },
         })
+    }
+
+    /// Executes `first`, then each queued run after it, on one task.
+    pub(crate) fn spawn_runs(self: &Arc<Self>, first: RunContext) {
+        tokio::spawn(async move {
+            let mut next = Some(first);
+            while let Some(ctx) = next.take() {
+                next = run::execute(ctx).await;
+            }
+        });
     }
 
     async fn existing_run(&self, key: &str) -> Result<Option<SessionSubmitResult>> {
@@ -278,27 +319,30 @@ impl Session {
         }))
     }
 
-    /// Interrupts the active run (or the named one). Returns false when nothing was running.
-    pub fn interrupt(&self, run_id: Option<&str>) -> bool {
-        let state = self.lock();
-        match &state.active {
-            Some(active) if run_id.is_none_or(|id| id == active.run_id) => {
-                active.cancel.cancel();
-                true
-            }
-            _ => false,
-        }
-    }
-
     /// Stops the active run because this instance is shutting down or lost the session.
+    /// Queued runs stay queued: whoever opens the session next starts them.
     pub fn cancel_all(&self) {
-        if let Some(active) = &self.lock().active {
+        let mut state = self.lock();
+        state.stopping = true;
+        if let Some(active) = &state.active {
             active.cancel.cancel();
         }
     }
 
+    pub(crate) fn is_stopping(&self) -> bool {
+        self.lock().stopping
+    }
+
     pub fn is_running(&self) -> bool {
         self.lock().active.is_some()
+    }
+
+    /// Forgets the active run `run_id` (it ended without a successor).
+    pub(crate) fn run_ended(&self, run_id: &str) {
+        let mut state = self.lock();
+        if state.active.as_ref().map(|a| a.run_id.as_str()) == Some(run_id) {
+            state.active = None;
+        }
     }
 
     pub(crate) fn register_permission(

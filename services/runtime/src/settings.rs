@@ -9,6 +9,8 @@ use lumina_model::{ApiType, ModelClient, ModelEndpoint, ModelOptions};
 use lumina_tools::permission::{PermissionEngine, PermissionMode, PermissionRules};
 use serde_json::{Map, Value};
 
+use crate::hooks::HookSet;
+
 /// Setting keys a submit may override (the CLI's flags and environment).
 const OVERRIDABLE: &[&str] = &[
     "api_key",
@@ -50,6 +52,10 @@ pub struct RunSettings {
     pub shell_timeout_ms: u64,
     pub shell_max_timeout_ms: u64,
     pub output_cap_bytes: usize,
+    pub web_search_url: Option<String>,
+    pub hooks: HookSet,
+    /// Hooks left out because their matcher is invalid (reported as warnings).
+    pub hook_problems: Vec<String>,
 }
 
 impl RunSettings {
@@ -75,8 +81,12 @@ impl RunSettings {
         let permissions = PermissionEngine::new(&rules)
             .map_err(|e| format!("permissions: {e}"))?
             .with_project_root(project_root);
+        let (hooks, hook_problems) = HookSet::from_settings(&settings.hooks);
         Ok(RunSettings {
             overrides,
+            web_search_url: settings.web_search_url.clone(),
+            hooks,
+            hook_problems,
             permission_mode,
             permissions,
             max_tokens: settings.max_tokens,

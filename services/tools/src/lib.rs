@@ -4,7 +4,8 @@
 //! first. A tool does confine itself to the project root ([`paths`]).
 //!
 //! - [`builtin`]: `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep`, `shell`,
-//!   `todo_write`, and [`builtin_registry`] with all of them.
+//!   `todo_write`, `web_fetch` (public addresses only), `web_search` (SearxNG JSON), and
+//!   [`builtin_registry`] with all of them.
 //! - [`permission`]: modes, allow/deny rules, session grants, [`permission::args_hash`].
 //! - [`paths`]: resolution of path arguments inside the project root.
 
@@ -35,6 +36,8 @@ pub struct ToolContext {
     pub shell_max_timeout_ms: u64,
     /// Bytes of output the model sees; the rest is in the full-output file.
     pub output_cap_bytes: usize,
+    /// The `web_search_url` setting: the SearxNG-compatible endpoint `web_search` asks.
+    pub web_search_url: Option<String>,
 }
 
 impl ToolContext {
@@ -61,6 +64,7 @@ impl ToolContext {
             shell_timeout_ms: Self::DEFAULT_SHELL_TIMEOUT_MS,
             shell_max_timeout_ms: Self::DEFAULT_SHELL_MAX_TIMEOUT_MS,
             output_cap_bytes: Self::DEFAULT_OUTPUT_CAP_BYTES,
+            web_search_url: None,
         }
     }
 }

@@ -62,6 +62,7 @@ pub async fn run_prompt(
         prompt: request.prompt.to_string(),
         settings: request.settings,
         headless: true,
+        mode: None,
     };
     let submit = client.session_submit(&params);
     tokio::pin!(submit);

@@ -201,7 +201,13 @@ impl RunTracker {
 
     /// One durable event of the session, in journal order.
     pub fn event(&mut self, frame: &EventFrame) -> Vec<Effect> {
+        // A submit to a busy session is queued first and started later, with the same key.
         if let Event::RunStarted {
+            run_id,
+            idempotency_key,
+            ..
+        }
+        | Event::RunQueued {
             run_id,
             idempotency_key,
             ..

@@ -287,15 +287,18 @@ async fn interrupt_stops_a_streaming_run() {
         .await
         .unwrap();
     next_event(&mut notes, "model.requested").await;
-    // A second submit while the run is active is refused, not interleaved.
-    let busy = client
+    // A second submit while the run is active is queued, not interleaved; interrupting it
+    // by id cancels it before it starts.
+    let queued = client
         .session_submit(&submit(&session.id, "again", bypass()))
         .await
-        .unwrap_err();
-    assert_eq!(
-        busy.server_error().unwrap().code,
-        lumina_protocol::ErrorCode::Conflict
-    );
+        .unwrap();
+    assert_eq!(queued.run.status, "queued");
+    let cancelled = client
+        .session_interrupt(&session.id, Some(&queued.run_id))
+        .await
+        .unwrap();
+    assert!(cancelled.interrupted);
     let interrupted = client.session_interrupt(&session.id, None).await.unwrap();
     assert!(interrupted.interrupted);
     let frames = events(&until_run_end(&mut notes, &run.run_id).await);
@@ -303,6 +306,18 @@ async fn interrupt_stops_a_streaming_run() {
         kinds(&frames[frames.len() - 2..]),
         vec!["step.interrupted", "run.interrupted"]
     );
+    let all = client
+        .session_events(&session.id, 0, None)
+        .await
+        .unwrap()
+        .events;
+    assert!(
+        !all.iter().any(
+            |f| matches!(&f.event, Event::RunStarted { run_id, .. } if *run_id == queued.run_id)
+        ),
+        "the cancelled follow-up must never start"
+    );
+    assert_eq!(h.model.request_count(), 1);
     h.stop().await;
 }
 

@@ -14,13 +14,13 @@ use serde_json::json;
 
 use crate::support::*;
 
-struct Backend {
-    child: Child,
-    url: String,
-    token: String,
+pub(crate) struct Backend {
+    pub(crate) child: Child,
+    pub(crate) url: String,
+    pub(crate) token: String,
 }
 
-fn spawn_backend(app_root: &Path, project: &Path, model_url: &str) -> Backend {
+pub(crate) fn spawn_backend(app_root: &Path, project: &Path, model_url: &str) -> Backend {
     let previous = endpoint::read(&app_root.join("state/run/backend.json")).map(|e| e.pid);
     let mut child = Command::new(env!("CARGO_BIN_EXE_lumina-backend"))
         .args(["serve", "--app-root"])
@@ -57,12 +57,12 @@ fn spawn_backend(app_root: &Path, project: &Path, model_url: &str) -> Backend {
     panic!("backend did not write its endpoint file");
 }
 
-fn kill9(backend: &mut Backend) {
+pub(crate) fn kill9(backend: &mut Backend) {
     backend.child.kill().unwrap(); // SIGKILL
     backend.child.wait().unwrap();
 }
 
-fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
+pub(crate) fn dirs() -> (tempfile::TempDir, PathBuf, PathBuf) {
     let tmp = tempfile::tempdir().unwrap();
     let project = tmp.path().join("project");
     std::fs::create_dir_all(&project).unwrap();
@@ -91,6 +91,7 @@ async fn crash_and_recover(turn: Turn, wait_for: &str, tail: Vec<&str>) {
         prompt: "do it".into(),
         settings: json!(null),
         headless: true,
+        mode: None,
     };
     let run = client.session_submit(&params).await.unwrap();
     next_event(&mut notes, wait_for).await;
@@ -151,7 +152,7 @@ async fn crash_and_recover(turn: Turn, wait_for: &str, tail: Vec<&str>) {
     backend.child.kill().ok();
 }
 
-fn unsafe_free_sigterm(pid: u32) {
+pub(crate) fn unsafe_free_sigterm(pid: u32) {
     let status = Command::new("kill")
         .args(["-TERM", &pid.to_string()])
         .status()

@@ -10,6 +10,7 @@ mod bad_input;
 mod cluster;
 mod crash;
 mod delivery;
+mod extensions;
 mod guidance;
 mod permissions;
 mod support;

@@ -108,6 +108,7 @@ pub fn submit(session_id: &str, prompt: &str, settings: Value) -> SessionSubmitP
         prompt: prompt.to_string(),
         settings,
         headless: false,
+        mode: None,
     }
 }
 

@@ -8,13 +8,17 @@ mod edit_file;
 mod fsutil;
 mod glob;
 mod grep;
+mod html_text;
 mod list_dir;
-mod process_group;
+pub mod process_group;
 mod read_file;
 mod shell;
 mod shell_output;
 mod todo_write;
 mod walk;
+mod web_fetch;
+mod web_guard;
+mod web_search;
 mod write_file;
 
 use std::sync::Arc;
@@ -22,16 +26,20 @@ use std::sync::Arc;
 pub use edit_file::EditFile;
 pub use glob::{Glob, MAX_RESULTS as GLOB_MAX_RESULTS};
 pub use grep::{Grep, MAX_MATCHES as GREP_MAX_MATCHES};
+pub use html_text::html_to_markdown;
 pub use list_dir::{ListDir, MAX_ENTRIES as LIST_DIR_MAX_ENTRIES};
 pub use read_file::{ReadFile, DEFAULT_LIMIT as READ_FILE_DEFAULT_LIMIT, MAX_LINE_CHARS};
 pub use shell::Shell;
 pub use todo_write::{Todo, TodoStatus, TodoWrite};
+pub use web_fetch::{FetchLimits, WebFetch};
+pub use web_guard::{refusal_reason, Resolver, StaticResolver, SystemResolver};
+pub use web_search::{WebSearch, MAX_RESULTS as WEB_SEARCH_MAX_RESULTS};
 pub use write_file::WriteFile;
 
 use crate::ToolRegistry;
 
-/// A registry with every built-in tool of this crate (`web_*`, `memory_*`, `agent` and MCP
-/// tools live elsewhere and are registered by the runtime).
+/// A registry with every built-in tool of this crate (`memory_*`, `agent` and MCP tools
+/// live elsewhere and are registered by the runtime). `web_fetch` uses the system resolver.
 pub fn builtin_registry() -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     registry.register(Arc::new(ReadFile));
@@ -42,5 +50,7 @@ pub fn builtin_registry() -> ToolRegistry {
     registry.register(Arc::new(Grep));
     registry.register(Arc::new(Shell));
     registry.register(Arc::new(TodoWrite));
+    registry.register(Arc::new(WebFetch::default()));
+    registry.register(Arc::new(WebSearch));
     registry
 }

@@ -1,6 +1,6 @@
 //! Killing a shell command together with everything it started.
 //!
-//! `shell` runs each command as the leader of a new process group, so a timeout or an
+//! `shell` (and the runtime's hooks) run each command as the leader of a new process group, so a timeout or an
 //! interrupt can SIGKILL the whole group (pipelines, background jobs, `make -j` children)
 //! instead of just `bash`. This is the crate's only `unsafe`: one `libc::killpg` call.
 #![allow(unsafe_code)]
@@ -8,7 +8,7 @@
 use std::io;
 
 /// Sends SIGKILL to every process in group `pgid`.
-pub(crate) fn kill_group(pgid: u32) -> io::Result<()> {
+pub fn kill_group(pgid: u32) -> io::Result<()> {
     let pgid = libc::pid_t::try_from(pgid).map_err(|_| {
         io::Error::new(io::ErrorKind::InvalidInput, "process group id out of range")
     })?;
@@ -33,17 +33,17 @@ pub(crate) fn kill_group(pgid: u32) -> io::Result<()> {
 /// Kills the group when dropped while armed, so a cancelled tool future (the runtime dropped
 /// it) does not leave the command running.
 #[derive(Debug)]
-pub(crate) struct GroupGuard {
+pub struct GroupGuard {
     pgid: Option<u32>,
 }
 
 impl GroupGuard {
-    pub(crate) fn new(pgid: Option<u32>) -> Self {
+    pub fn new(pgid: Option<u32>) -> Self {
         Self { pgid }
     }
 
     /// Kills the group now (once).
-    pub(crate) fn kill(&mut self) {
+    pub fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
             if let Err(e) = kill_group(pgid) {
                 // ESRCH: everything already exited, which is the goal.
@@ -55,7 +55,7 @@ impl GroupGuard {
     }
 
     /// The command finished on its own: leave deliberate background jobs alone.
-    pub(crate) fn disarm(&mut self) {
+    pub fn disarm(&mut self) {
         self.pgid = None;
     }
 }

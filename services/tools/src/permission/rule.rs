@@ -7,12 +7,19 @@
 //! - any other tool, e.g. `write_file(src/**)`: a glob on the `path` argument, relative to the
 //!   project root (`*` stays within a directory, `**` crosses them); a glob starting with `/`
 //!   matches the absolute path instead.
+//! - `web_fetch(https://docs.rs/*)`: a URL pattern on the `url` argument. Scheme and host
+//!   match exactly (a leading `*.` in the host matches any subdomain, not the domain
+//!   itself), the port is the scheme's default unless written, and the rest is a glob on the
+//!   path and query in which `*` matches anything, `/` included. `web_fetch(domain:docs.rs)`
+//!   matches any http(s) URL on `docs.rs` or a subdomain. A URL with credentials never
+//!   matches an allow rule.
 //! - `tool(*)` is the same as bare `tool`: any call.
 
 use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 use serde_json::Value;
+use url::Url;
 
 use super::shell_words;
 use crate::error::{Error, Result};
@@ -20,6 +27,8 @@ use crate::paths;
 
 /// The tool whose specifier is a command rather than a path.
 const SHELL_TOOL: &str = "shell";
+/// The tool whose specifier is a URL pattern.
+const URL_TOOL: &str = "web_fetch";
 
 /// Whether a rule is being checked to allow or to deny: allow rules fail closed on
 /// compound shell commands, deny rules look inside them.
@@ -38,6 +47,19 @@ enum Spec {
         matcher: GlobMatcher,
         absolute: bool,
     },
+    Domain(String),
+    Url(UrlPattern),
+}
+
+/// `scheme://host[:port]/path-glob`.
+#[derive(Debug, Clone)]
+struct UrlPattern {
+    scheme: String,
+    /// Lowercase host; with `subdomains`, the suffix after `*.`.
+    host: String,
+    subdomains: bool,
+    port: u16,
+    rest: GlobMatcher,
 }
 
 /// A parsed permission rule.
@@ -93,6 +115,9 @@ impl Rule {
                 ))
             }
             Some(command) if name == SHELL_TOOL => parse_shell_spec(command).map_err(invalid)?,
+            Some(pattern) if name == URL_TOOL => {
+                parse_url_spec(pattern).map_err(|e| invalid(&e))?
+            }
             Some(glob) => {
                 let glob = glob.strip_prefix("./").unwrap_or(glob);
                 let matcher = GlobBuilder::new(glob)
@@ -157,6 +182,38 @@ impl Rule {
                 };
                 candidate.is_some_and(|p| matcher.is_match(p))
             }
+            Spec::Domain(_) | Spec::Url(_) => {
+                let Some(url) = args
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .and_then(|u| Url::parse(u.trim()).ok())
+                else {
+                    return false;
+                };
+                if !matches!(url.scheme(), "http" | "https") {
+                    return false;
+                }
+                let credentials = !url.username().is_empty() || url.password().is_some();
+                if credentials && purpose == Purpose::Allow {
+                    return false;
+                }
+                let host = url.host_str().unwrap_or("").to_ascii_lowercase();
+                match &self.spec {
+                    Spec::Domain(domain) => host_matches(&host, domain, true) || host == *domain,
+                    Spec::Url(p) => {
+                        let mut rest = url.path().to_string();
+                        if let Some(query) = url.query() {
+                            rest.push('?');
+                            rest.push_str(query);
+                        }
+                        url.scheme() == p.scheme
+                            && host_matches(&host, &p.host, p.subdomains)
+                            && url.port_or_known_default() == Some(p.port)
+                            && p.rest.is_match(&rest)
+                    }
+                    _ => false,
+                }
+            }
         }
     }
 
@@ -164,7 +221,7 @@ impl Rule {
         match &self.spec {
             Spec::ShellExact(exact) => normalized == exact,
             Spec::ShellPrefix(prefix) => shell_words::has_prefix(normalized, prefix),
-            Spec::Any | Spec::Path { .. } => false,
+            Spec::Any | Spec::Path { .. } | Spec::Domain(_) | Spec::Url(_) => false,
         }
     }
 }
@@ -186,6 +243,87 @@ fn parse_shell_spec(spec: &str) -> std::result::Result<Spec, &'static str> {
         None if spec.contains('*') => Err(WILDCARD),
         None => Ok(Spec::ShellExact(shell_words::normalize(spec))),
     }
+}
+
+/// `host` is `pattern`, or with `subdomains` a subdomain of it (`a.docs.rs` for `docs.rs`).
+fn host_matches(host: &str, pattern: &str, subdomains: bool) -> bool {
+    if subdomains {
+        host.strip_suffix(pattern)
+            .is_some_and(|prefix| prefix.len() > 1 && prefix.ends_with('.'))
+    } else {
+        host == pattern
+    }
+}
+
+/// `host[:port]` or `[v6]:port`.
+fn split_port(authority: &str) -> std::result::Result<(&str, Option<u16>), String> {
+    let (host, port) = if authority.starts_with('[') {
+        match authority.find(']') {
+            Some(end) => (&authority[..=end], authority[end + 1..].strip_prefix(':')),
+            None => return Err("unbalanced `[` in the host".into()),
+        }
+    } else {
+        match authority.rsplit_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        }
+    };
+    let port = port
+        .map(|p| p.parse::<u16>().map_err(|_| format!("bad port `{p}`")))
+        .transpose()?;
+    Ok((host, port))
+}
+
+fn parse_url_spec(spec: &str) -> std::result::Result<Spec, String> {
+    if let Some(domain) = spec.strip_prefix("domain:") {
+        let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
+        if domain.is_empty() || domain.contains(['/', '*', ':', '@']) {
+            return Err("`domain:` needs a plain host name such as `docs.rs`".into());
+        }
+        return Ok(Spec::Domain(domain));
+    }
+    let Some((scheme, rest)) = spec.split_once("://") else {
+        return Err(
+            "a web_fetch rule is a URL pattern (`https://docs.rs/*`) or `domain:docs.rs`".into(),
+        );
+    };
+    let scheme = scheme.to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "http" => 80,
+        "https" => 443,
+        _ => return Err("the scheme must be http or https".into()),
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(slash) => (&rest[..slash], &rest[slash..]),
+        None => (rest, "/"),
+    };
+    if authority.contains('@') {
+        return Err("a URL pattern may not contain credentials".into());
+    }
+    let (host, port) = split_port(authority)?;
+    let port = port.unwrap_or(default_port);
+    let host = host.to_ascii_lowercase();
+    let (host, subdomains) = match host.strip_prefix("*.") {
+        Some(suffix) => (suffix.to_string(), true),
+        None => (host, false),
+    };
+    if host.is_empty()
+        || (host.contains(['*', '?']) || host.contains('[') && !host.starts_with('['))
+    {
+        return Err("wildcards in the host are only supported as a leading `*.`".into());
+    }
+    let rest = GlobBuilder::new(path)
+        .literal_separator(false)
+        .build()
+        .map_err(|e| format!("bad path pattern: {e}"))?
+        .compile_matcher();
+    Ok(Spec::Url(UrlPattern {
+        scheme,
+        host,
+        subdomains,
+        port,
+        rest,
+    }))
 }
 
 /// The forms of a path argument rules are matched against.

@@ -8,6 +8,7 @@ mod registry;
 mod search;
 mod shell;
 mod todo;
+mod web;
 
 use std::path::PathBuf;
 

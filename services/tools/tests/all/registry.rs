@@ -23,7 +23,9 @@ fn builtin_registry_has_every_tool_with_strict_schemas() {
             "glob",
             "grep",
             "shell",
-            "todo_write"
+            "todo_write",
+            "web_fetch",
+            "web_search"
         ]
     );
     let flags: Vec<(String, bool, bool)> = registry
@@ -40,6 +42,8 @@ fn builtin_registry_has_every_tool_with_strict_schemas() {
         ("grep", true, false),
         ("shell", false, false),
         ("todo_write", false, false),
+        ("web_fetch", false, false),
+        ("web_search", true, false),
     ]
     .into_iter()
     .map(|(n, r, e)| (n.to_string(), r, e))
@@ -77,7 +81,10 @@ fn register_replaces_a_tool_of_the_same_name() {
 fn permission_decisions_for_the_builtin_tools() {
     let registry = builtin_registry();
     let engine = PermissionEngine::new(&PermissionRules {
-        allow: vec!["shell(cargo test:*)".into()],
+        allow: vec![
+            "shell(cargo test:*)".into(),
+            "web_fetch(https://docs.rs/*)".into(),
+        ],
         deny: vec!["write_file(.env)".into()],
     })
     .unwrap();
@@ -106,10 +113,25 @@ fn permission_decisions_for_the_builtin_tools() {
         decide(ask, "shell", json!({"command": "cargo test -p x"})),
         Verdict::Allow { by: "rule" }
     );
+    // The network is not read-only: fetching asks unless a URL rule allows it; searching the
+    // operator's endpoint does not ask.
+    assert_eq!(
+        decide(ask, "web_fetch", json!({"url": "https://example.com/"})),
+        Verdict::Ask
+    );
+    assert_eq!(
+        decide(ask, "web_fetch", json!({"url": "https://docs.rs/tokio"})),
+        Verdict::Allow { by: "rule" }
+    );
+    assert_eq!(decide(ask, "web_search", json!({"query": "x"})), mode);
     let edits = PermissionMode::AcceptEdits;
     assert_eq!(decide(edits, "edit_file", json!({"path": "a"})), mode);
     assert_eq!(
         decide(edits, "shell", json!({"command": "ls"})),
+        Verdict::Ask
+    );
+    assert_eq!(
+        decide(edits, "web_fetch", json!({"url": "https://example.com/"})),
         Verdict::Ask
     );
     assert!(matches!(

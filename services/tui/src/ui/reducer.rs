@@ -205,6 +205,26 @@ impl App {
                 self.model = Some(model.clone());
             }
             Event::RunCompleted { run_id, .. } => self.end_run(run_id),
+            Event::RunQueued { prompt, .. } => {
+                self.transcript
+                    .push(EntryKind::Dim(format!("queued: {}", first_line(prompt))));
+            }
+            Event::MessageSteering { text, .. } => {
+                self.transcript.push(EntryKind::User {
+                    text: text.clone(),
+                    skill: None,
+                });
+            }
+            Event::HookCompleted {
+                event,
+                hook,
+                blocked: true,
+                ..
+            } => {
+                self.transcript
+                    .push(EntryKind::Dim(format!("{event} hook `{hook}` blocked")));
+            }
+            Event::HookCompleted { .. } => {}
             Event::RunFailed {
                 run_id,
                 code,

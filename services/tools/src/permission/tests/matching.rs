@@ -231,3 +231,89 @@ fn tool_name_globs() {
     // A rule for one tool never matches another.
     assert_eq!(call("read_files"), Verdict::Ask);
 }
+
+// ---- web_fetch URL rules ----------------------------------------------------------------
+
+fn fetch(e: &PermissionEngine, url: &str) -> Verdict {
+    decide(
+        e,
+        PermissionMode::Ask,
+        &tool("web_fetch", false, false),
+        json!({ "url": url }),
+    )
+}
+
+#[test]
+fn url_rules_match_scheme_host_port_and_path() {
+    let e = engine(&["web_fetch(https://docs.rs/*)"], &[]);
+    for ok in [
+        "https://docs.rs/",
+        "https://docs.rs/serde/latest/serde/",
+        "https://DOCS.rs/a?b=c",
+        "https://docs.rs:443/x",
+    ] {
+        assert_eq!(fetch(&e, ok), ALLOW_RULE, "{ok}");
+    }
+    for ask in [
+        "http://docs.rs/x",
+        "https://docs.rs.evil.com/x",
+        "https://evil.com/https://docs.rs/x",
+        "https://a.docs.rs/x",
+        "https://docs.rs:8443/x",
+        "https://docs.rs@evil.com/x",
+        "https://user:pw@docs.rs/x",
+        "file:///etc/passwd",
+        "not a url",
+    ] {
+        assert_eq!(fetch(&e, ask), Verdict::Ask, "{ask}");
+    }
+}
+
+#[test]
+fn subdomain_and_domain_rules() {
+    let e = engine(&["web_fetch(https://*.github.io/*)"], &[]);
+    assert_eq!(fetch(&e, "https://me.github.io/blog"), ALLOW_RULE);
+    assert_eq!(fetch(&e, "https://github.io/blog"), Verdict::Ask);
+    assert_eq!(fetch(&e, "https://evil.com/x.github.io/y"), Verdict::Ask);
+    assert_eq!(fetch(&e, "https://evilgithub.io/"), Verdict::Ask);
+
+    let e = engine(&["web_fetch(domain:rust-lang.org)"], &[]);
+    assert_eq!(fetch(&e, "https://rust-lang.org/"), ALLOW_RULE);
+    assert_eq!(fetch(&e, "http://doc.rust-lang.org/std/"), ALLOW_RULE);
+    assert_eq!(fetch(&e, "https://notrust-lang.org/"), Verdict::Ask);
+    assert_eq!(fetch(&e, "https://rust-lang.org.evil.com/"), Verdict::Ask);
+}
+
+#[test]
+fn url_deny_rules_beat_allow_rules_and_see_through_credentials() {
+    let e = engine(
+        &["web_fetch"],
+        &[
+            "web_fetch(domain:evil.com)",
+            "web_fetch(https://docs.rs/private/*)",
+        ],
+    );
+    assert_eq!(fetch(&e, "https://ok.com/"), ALLOW_RULE);
+    assert_eq!(
+        fetch(&e, "https://user@evil.com/"),
+        denied_by("web_fetch(domain:evil.com)")
+    );
+    assert_eq!(
+        fetch(&e, "https://docs.rs/private/a/b"),
+        denied_by("web_fetch(https://docs.rs/private/*)")
+    );
+}
+
+#[test]
+fn bad_url_rules_are_refused() {
+    for rule in [
+        "web_fetch(docs.rs/*)",
+        "web_fetch(ftp://docs.rs/*)",
+        "web_fetch(https://do*cs.rs/*)",
+        "web_fetch(https://u@docs.rs/*)",
+        "web_fetch(https://docs.rs:99999/*)",
+        "web_fetch(domain:*.docs.rs)",
+    ] {
+        assert!(Rule::parse(rule).is_err(), "{rule}");
+    }
+}

@@ -270,6 +270,7 @@ impl Conn {
             prompt: prompt.to_string(),
             settings,
             headless: false,
+            mode: None,
         };
         self.mutate(methods::SESSION_SUBMIT, request_id, to_value(&params))
             .await

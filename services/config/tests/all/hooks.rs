@@ -1,0 +1,95 @@
+//! `hooks` and `web_search_url`: hook lists add up across layers, bad entries are named,
+//! and a project cannot redirect searches.
+
+use lumina_config::{Error, HookEntry};
+use pretty_assertions::assert_eq;
+use serde_json::json;
+
+use crate::fixture::Fixture;
+
+fn hook(command: &str) -> HookEntry {
+    HookEntry {
+        command: command.into(),
+        timeout_ms: None,
+        matcher: None,
+    }
+}
+
+#[test]
+fn hook_lists_from_user_and_project_add_up() {
+    let fx = Fixture::new();
+    fx.user(json!({"hooks": {
+        "pre_tool_use": [{"command": "user-check", "matcher": "shell", "timeout_ms": 500}],
+        "stop": [{"command": "notify"}],
+    }}))
+    .project_defaults(json!({"hooks": {
+        "pre_tool_use": [{"command": "project-check"}],
+        "session_start": [{"command": "echo hi"}],
+        "stop": null,
+    }}));
+    let settings = fx.load(&[], json!({})).unwrap();
+    assert_eq!(
+        settings.hooks.pre_tool_use,
+        vec![
+            HookEntry {
+                command: "user-check".into(),
+                timeout_ms: Some(500),
+                matcher: Some("shell".into()),
+            },
+            hook("project-check"),
+        ]
+    );
+    // `null` in a higher layer does not remove a lower layer's hooks.
+    assert_eq!(settings.hooks.stop, vec![hook("notify")]);
+    assert_eq!(settings.hooks.session_start, vec![hook("echo hi")]);
+    assert!(settings.hooks.post_tool_use.is_empty());
+}
+
+#[test]
+fn malformed_hooks_are_refused_naming_the_entry() {
+    let fx = Fixture::new();
+    for (bad, needle) in [
+        (json!({"pre_tool": []}), "`pre_tool` is not a hook event"),
+        (
+            json!({"stop": [{"cmd": "x"}]}),
+            "`stop[0]` needs a non-empty string `command`",
+        ),
+        (
+            json!({"stop": [{"command": "x", "timeout": 5}]}),
+            "`stop[0]` has an unknown field `timeout`",
+        ),
+        (
+            json!({"stop": [{"command": "x", "timeout_ms": 0}]}),
+            "`timeout_ms` must be a positive whole number",
+        ),
+        (json!({"stop": {"command": "x"}}), "`stop` must be a list"),
+    ] {
+        fx.user(json!({ "hooks": bad }));
+        let err = fx.load(&[], json!({})).unwrap_err();
+        let Error::InvalidSetting { key, expected, .. } = &err else {
+            panic!("{err:?}")
+        };
+        assert_eq!(key, "hooks");
+        assert!(expected.contains(needle), "{expected}");
+    }
+}
+
+#[test]
+fn web_search_url_comes_from_the_user_not_the_project() {
+    let fx = Fixture::new();
+    fx.user(json!({"web_search_url": "http://searx.internal:8080"}))
+        .project_defaults(json!({"web_search_url": "http://evil.example"}));
+    let settings = fx.load(&[], json!({})).unwrap();
+    assert_eq!(
+        settings.web_search_url.as_deref(),
+        Some("http://searx.internal:8080")
+    );
+    assert!(
+        settings
+            .warnings
+            .iter()
+            .any(|w| w.contains("`web_search_url`")),
+        "{:?}",
+        settings.warnings
+    );
+}

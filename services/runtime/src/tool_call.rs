@@ -1,0 +1,271 @@
+//! One tool call of a run: `pre_tool_use` hooks, the permission engine (asking the user
+//! when needed), the tool itself, its result, then `post_tool_use` hooks (after
+//! `tool.completed`, only for calls that ran), and the journal events for each.
+
+use lumina_model::ToolCall;
+use lumina_protocol::{Decision, Event, TodoItem};
+use lumina_tools::permission::{args_hash, PermissionEngine, PermissionMode, Verdict};
+use lumina_tools::{ToolContext, ToolOutput};
+use serde_json::{json, Value};
+
+use crate::hooks::{run_hooks, HookEvent, HookScope, HookVerdict};
+use crate::run::RunContext;
+use crate::settings::RunSettings;
+use crate::Result;
+
+/// Runs one tool call through permissions. Returns true when the user interrupted it.
+pub(crate) async fn run_tool(
+    ctx: &RunContext,
+    settings: &RunSettings,
+    step: u32,
+    call: &ToolCall,
+) -> Result<bool> {
+    let journal = ctx.session.journal();
+    let arguments = match &call.arguments {
+        Ok(v) => v.clone(),
+        Err(raw) => Value::String(raw.clone()),
+    };
+    journal
+        .append(vec![Event::ToolStarted {
+            run_id: ctx.run_id.clone(),
+            step,
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            arguments: arguments.clone(),
+        }])
+        .await?;
+    let tool_ctx = ToolContext {
+        project_root: ctx.session.project_root().to_path_buf(),
+        results_dir: ctx.session.results_dir(),
+        session_id: journal.session_id().to_string(),
+        call_id: call.id.clone(),
+        cancel: ctx.cancel.child_token(),
+        shell_timeout_ms: settings.shell_timeout_ms,
+        shell_max_timeout_ms: settings.shell_max_timeout_ms,
+        output_cap_bytes: settings.output_cap_bytes,
+        web_search_url: settings.web_search_url.clone(),
+    };
+    let scope = HookScope {
+        journal,
+        project_root: ctx.session.project_root(),
+        run_id: Some(&ctx.run_id),
+        call_id: Some(&call.id),
+        tool: Some(&call.name),
+        cancel: Some(&ctx.cancel),
+    };
+    // The arguments of a call that actually ran, for `post_tool_use`.
+    let mut ran: Option<&Value> = None;
+    let output = match (&call.arguments, ctx.session.tools().get(&call.name)) {
+        (_, None) => ToolOutput::error(format!(
+            "unknown tool `{}`; available tools: {}",
+            call.name,
+            ctx.session
+                .tools()
+                .descriptors()
+                .iter()
+                .map(|d| d.name.clone())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+        (Err(raw), Some(_)) => ToolOutput::error(format!(
+            "the arguments are not valid JSON ({} bytes); send a JSON object matching the tool's schema",
+            raw.len()
+        )),
+        (Ok(args), Some(tool)) => {
+            let hooked = run_hooks(
+                &settings.hooks,
+                HookEvent::PreToolUse,
+                &scope,
+                json!({ "arguments": args }),
+            )
+            .await?;
+            let authorization = match hooked {
+                HookVerdict::Blocked(reason) => Authorization::Blocked(reason),
+                // Interrupted while a hook ran: do not ask or run anything more.
+                HookVerdict::Continue if ctx.cancel.is_cancelled() => Authorization::Interrupted,
+                HookVerdict::Continue => {
+                    authorize(ctx, settings, &tool_ctx, tool.as_ref(), call, args).await?
+                }
+            };
+            match authorization {
+                Authorization::Allowed => {
+                    ran = Some(args);
+                    tokio::select! {
+                        out = tool.call(&tool_ctx, args.clone()) => out,
+                        _ = ctx.cancel.cancelled() => ToolOutput::error("interrupted"),
+                    }
+                }
+                Authorization::Blocked(reason) => {
+                    ToolOutput::error(format!("blocked by hook: {reason}"))
+                }
+                Authorization::Denied(reason) => {
+                    ToolOutput::error(format!("permission denied: {reason}"))
+                }
+                Authorization::Interrupted => ToolOutput::error("interrupted"),
+            }
+        }
+    };
+    if ctx.cancel.is_cancelled() {
+        journal
+            .append(vec![Event::ToolInterrupted {
+                run_id: ctx.run_id.clone(),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                reason: "interrupted by the user".into(),
+            }])
+            .await?;
+        return Ok(true);
+    }
+    let mut events = vec![Event::ToolCompleted {
+        run_id: ctx.run_id.clone(),
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        is_error: output.is_error,
+        output: output.content.clone(),
+        metadata: output.metadata.clone(),
+    }];
+    if !output.is_error {
+        if let Some(todos) = output.metadata.get("todos") {
+            if let Ok(todos) = serde_json::from_value::<Vec<TodoItem>>(todos.clone()) {
+                events.push(Event::TaskUpdated { todos });
+            }
+        }
+    }
+    journal.append(events).await?;
+    if let Some(args) = ran {
+        let payload = json!({
+            "arguments": args,
+            "output": output.content,
+            "is_error": output.is_error,
+        });
+        run_hooks(&settings.hooks, HookEvent::PostToolUse, &scope, payload).await?;
+    }
+    Ok(false)
+}
+
+enum Authorization {
+    Allowed,
+    /// A `pre_tool_use` hook exited with code 2; the reason is its stderr.
+    Blocked(String),
+    Denied(String),
+    Interrupted,
+}
+
+async fn authorize(
+    ctx: &RunContext,
+    settings: &RunSettings,
+    tool_ctx: &ToolContext,
+    tool: &dyn lumina_tools::Tool,
+    call: &ToolCall,
+    args: &Value,
+) -> Result<Authorization> {
+    let journal = ctx.session.journal();
+    let descriptor = tool.descriptor();
+    let grants = journal.with_projection(|p| p.session_grants.clone()).await;
+    let engine: &PermissionEngine = &settings.permissions;
+    let mode: PermissionMode = settings.permission_mode;
+    let hash = args_hash(&call.name, args);
+    let resolved = |decision: Decision, by: &str, reason: Option<String>, request_id: String| {
+        Event::PermissionResolved {
+            run_id: ctx.run_id.clone(),
+            request_id,
+            decision,
+            by: by.to_string(),
+            reason,
+        }
+    };
+    match engine.decide(mode, &descriptor, args, &grants) {
+        Verdict::Allow { by } => {
+            // Decisions on tools that change things are journaled; reads are not.
+            if !descriptor.read_only && by != "mode" {
+                journal
+                    .append(vec![resolved(
+                        Decision::AllowOnce,
+                        by,
+                        None,
+                        call.id.clone(),
+                    )])
+                    .await?;
+            }
+            Ok(Authorization::Allowed)
+        }
+        Verdict::Deny { by, reason } => {
+            journal
+                .append(vec![resolved(
+                    Decision::Deny,
+                    by,
+                    Some(reason.clone()),
+                    call.id.clone(),
+                )])
+                .await?;
+            Ok(Authorization::Denied(reason))
+        }
+        Verdict::Ask => {
+            let request_id = uuid::Uuid::new_v4().to_string();
+            let preview = tool.preview(tool_ctx, args).await;
+            if ctx.headless {
+                let reason = format!(
+                    "`{}` needs approval and nobody can answer in headless mode; allow it with --permission-mode or a permissions.allow rule",
+                    call.name
+                );
+                journal
+                    .append(vec![
+                        Event::PermissionRequested {
+                            run_id: ctx.run_id.clone(),
+                            request_id: request_id.clone(),
+                            call_id: call.id.clone(),
+                            tool: call.name.clone(),
+                            arguments: args.clone(),
+                            args_hash: hash,
+                            preview,
+                        },
+                        resolved(Decision::Deny, "headless", Some(reason.clone()), request_id),
+                    ])
+                    .await?;
+                return Ok(Authorization::Denied(reason));
+            }
+            let answer = ctx.session.register_permission(&request_id);
+            journal
+                .append(vec![Event::PermissionRequested {
+                    run_id: ctx.run_id.clone(),
+                    request_id: request_id.clone(),
+                    call_id: call.id.clone(),
+                    tool: call.name.clone(),
+                    arguments: args.clone(),
+                    args_hash: hash,
+                    preview,
+                }])
+                .await?;
+            let answer = tokio::select! {
+                a = answer => a.ok(),
+                _ = ctx.cancel.cancelled() => None,
+            };
+            ctx.session.forget_permission(&request_id);
+            match answer {
+                None => {
+                    journal
+                        .append(vec![resolved(
+                            Decision::Deny,
+                            "interrupt",
+                            Some("the run was interrupted".into()),
+                            request_id,
+                        )])
+                        .await?;
+                    Ok(Authorization::Interrupted)
+                }
+                Some((decision, reason)) => {
+                    journal
+                        .append(vec![resolved(decision, "user", reason.clone(), request_id)])
+                        .await?;
+                    if decision == Decision::Deny {
+                        Ok(Authorization::Denied(
+                            reason.unwrap_or_else(|| "the user denied this call".into()),
+                        ))
+                    } else {
+                        Ok(Authorization::Allowed)
+                    }
+                }
+            }
+        }
+    }
+}
