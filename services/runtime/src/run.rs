@@ -189,6 +189,39 @@ async fn stop_hooks(ctx: &RunContext, outcome: &Outcome) -> Result<()> {
 
 /// Steps until the model stops. `steps` and `last_text` carry over between calls: a run that
 /// continues for a steering message goes on numbering its steps.
+/// Skill conflicts (one name in several locations) and unreadable skills are reported once
+/// per run as warnings, so the user sees which definition won.
+async fn report_skill_problems(ctx: &RunContext) -> Result<()> {
+    let skills = ctx.session.guidance().skills;
+    let mut warnings: Vec<Event> = skills
+        .conflicts
+        .iter()
+        .map(|c| Event::Warning {
+            code: "skill_conflict".into(),
+            message: format!(
+                "skill `{}` is defined more than once: using {}, ignoring {}",
+                c.name,
+                c.winner.display(),
+                c.shadowed
+                    .iter()
+                    .map(|p| p.display().to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            run_id: Some(ctx.run_id.clone()),
+        })
+        .collect();
+    warnings.extend(skills.errors.iter().map(|e| Event::Warning {
+        code: "skill_error".into(),
+        message: e.clone(),
+        run_id: Some(ctx.run_id.clone()),
+    }));
+    if !warnings.is_empty() {
+        ctx.session.journal().append(warnings).await?;
+    }
+    Ok(())
+}
+
 async fn run_loop(ctx: &RunContext, steps: &mut u32, last_text: &mut String) -> Result<Outcome> {
     let journal = ctx.session.journal().clone();
     while *steps < MAX_STEPS {
@@ -213,6 +246,9 @@ async fn run_loop(ctx: &RunContext, steps: &mut u32, last_text: &mut String) -> 
                 step,
             }])
             .await?;
+        if step == 1 {
+            report_skill_problems(ctx).await?;
+        }
         let (request, through_seq) = compile(ctx, &settings).await?;
         let tools_len = serde_json::to_string(&request.tools)
             .map(|s| s.len())

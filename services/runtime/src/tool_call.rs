@@ -176,8 +176,11 @@ async fn authorize(
     };
     match engine.decide(mode, &descriptor, args, &grants) {
         Verdict::Allow { by } => {
-            // Decisions on tools that change things are journaled; reads are not.
-            if !descriptor.read_only && by != "mode" {
+            // Every decision on a tool that can change something is journaled (also when
+            // the mode allowed it); reads and the always-safe task list are not.
+            let always_safe =
+                lumina_tools::permission::ALWAYS_SAFE_TOOLS.contains(&descriptor.name.as_str());
+            if !descriptor.read_only && !always_safe {
                 journal
                     .append(vec![resolved(
                         Decision::AllowOnce,

@@ -21,6 +21,14 @@ async fn instructions_and_skills_are_compiled_into_the_request() {
         "---\nname: review\ndescription: Review a file for bugs\n---\nCheck SKILL-SECRET-STEPS carefully.\n",
     )
     .unwrap();
+    // The same skill name in a lower-priority location: reported, the project one wins.
+    let shadow = h.path(".Lumina/PROJECT_SKILLS/review");
+    std::fs::create_dir_all(&shadow).unwrap();
+    std::fs::write(
+        shadow.join("SKILL.md"),
+        "---\nname: review\ndescription: other\n---\nSHADOWED\n",
+    )
+    .unwrap();
     let (client, mut notes) = h.client().await;
     let session = h.session(&client).await;
     let run = client
@@ -39,7 +47,21 @@ async fn instructions_and_skills_are_compiled_into_the_request() {
         user,
         ("/review main.rs".to_string(), Some("review".to_string()))
     );
+    let conflict = frames
+        .iter()
+        .find_map(|f| match &f.event {
+            Event::Warning { code, message, .. } if code == "skill_conflict" => {
+                Some(message.clone())
+            }
+            _ => None,
+        })
+        .expect("a skill_conflict warning");
+    assert!(
+        conflict.contains("`review`") && conflict.contains("PROJECT_SKILLS"),
+        "{conflict}"
+    );
     let body = h.model.requests()[0].body.to_string();
+    assert!(!body.contains("SHADOWED"));
     assert!(body.contains("Always answer in haiku."), "{body}");
     assert!(body.contains("SKILL-SECRET-STEPS"), "{body}");
     assert!(body.contains("main.rs"));
