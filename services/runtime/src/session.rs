@@ -283,7 +283,14 @@ impl Session {
         tokio::spawn(async move {
             let mut next = Some(first);
             while let Some(ctx) = next.take() {
-                next = run::execute(ctx).await;
+                // Every log line and trace span of the run carries its ids.
+                let span = tracing::info_span!(
+                    "run",
+                    session_id = %ctx.session.id(),
+                    run_id = %ctx.run_id,
+                    fence = ctx.session.journal().fence(),
+                );
+                next = tracing::Instrument::instrument(run::execute(ctx), span).await;
             }
         });
     }
