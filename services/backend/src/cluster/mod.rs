@@ -69,7 +69,9 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
         .await
         .context("postgres_url: PostgreSQL is not answering")?;
     match pg.schema_version().await.context("postgres_url: cannot read the schema version")? {
-        Some(v) if v == lumina_journal::postgres::SCHEMA_VERSION => {}
+        // Migrations are additive: a newer schema (applied by an upgrade's migration hook
+        // while this version still runs) is fine; an older one is not.
+        Some(v) if v >= lumina_journal::postgres::SCHEMA_VERSION => {}
         found => anyhow::bail!(
             "the database schema is at version {found:?}, this build needs {}: run `lumina-backend migrate`",
             lumina_journal::postgres::SCHEMA_VERSION

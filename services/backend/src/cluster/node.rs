@@ -322,7 +322,8 @@ impl Node {
             Ok(Ok(()))
         );
         let schema = match tokio::time::timeout(timeout, self.pg.schema_version()).await {
-            Ok(Ok(Some(v))) => v == lumina_journal::postgres::SCHEMA_VERSION,
+            // Additive migrations: old pods stay ready while an upgrade's hook runs.
+            Ok(Ok(Some(v))) => v >= lumina_journal::postgres::SCHEMA_VERSION,
             _ => false,
         };
         let registered = self.registration.is_registered();
