@@ -1,0 +1,171 @@
+//! Read-path checks: source ids, budgets, catch-up, organization, empty spaces, sync.
+
+use std::sync::Arc;
+
+use pretty_assertions::assert_eq;
+
+use super::{sample_conversation, OTHER_SPACE, SPACE};
+use crate::{BuildLimits, MemoryStore, NewEvidence, RecallQuery};
+
+fn query(text: &str) -> RecallQuery {
+    RecallQuery {
+        reference_time_ms: Some(1_700_000_000_000),
+        ..RecallQuery::new(SPACE, text)
+    }
+}
+
+/// The best item answers the query, and every item points back to its ledger row.
+pub async fn recall_returns_source_ids(store: Arc<dyn MemoryStore>) {
+    store.append(sample_conversation(SPACE)).await.unwrap();
+    store
+        .append(sample_conversation(OTHER_SPACE))
+        .await
+        .unwrap();
+    let recall = store
+        .recall(&query("Where did Ana go hiking?"))
+        .await
+        .unwrap();
+    assert!(!recall.items.is_empty());
+    assert_eq!(recall.items[0].source_id, "s1:1");
+    let ids: Vec<u64> = recall.items.iter().map(|i| i.event_id).collect();
+    let rows = store.get(SPACE, &ids).await.unwrap();
+    assert_eq!(
+        rows.len(),
+        ids.len(),
+        "every item is evidence of this space"
+    );
+    for (item, row) in recall.items.iter().zip(&rows) {
+        assert_eq!(item.event_id, row.event_id);
+        assert_eq!(item.source_id, row.row.source_id);
+        assert_eq!(item.text, row.row.text);
+        assert_eq!(item.actor, row.row.actor);
+        assert!(item.span.0 < item.span.1 && item.span.1 <= item.text.len());
+    }
+    let mut unique = ids.clone();
+    unique.sort_unstable();
+    unique.dedup();
+    assert_eq!(unique.len(), ids.len(), "one item per source event");
+}
+
+/// The evidence count and the token budget both bound the selection.
+pub async fn recall_respects_budget_and_count(store: Arc<dyn MemoryStore>) {
+    store.append(sample_conversation(SPACE)).await.unwrap();
+    let q = RecallQuery {
+        max_items: 2,
+        token_budget: 10_000,
+        ..query("Biscuit the dog and the water")
+    };
+    assert!(store.recall(&q).await.unwrap().items.len() <= 2);
+    for budget in [0, 12, 25, 40] {
+        let q = RecallQuery {
+            max_items: 10,
+            token_budget: budget,
+            ..query("trip weather trails dog bread sailing")
+        };
+        let recall = store.recall(&q).await.unwrap();
+        let used: usize = recall.items.iter().map(|i| i.tokens).sum();
+        assert!(used <= budget, "{used} tokens over a budget of {budget}");
+        assert_eq!(recall.context.tokens, used);
+        if budget >= 25 {
+            assert!(
+                !recall.items.is_empty(),
+                "a {budget}-token budget fits a turn"
+            );
+        }
+    }
+}
+
+/// Evidence appended after a query is found by the next one (the alignment check
+/// catches the index up).
+pub async fn recall_catches_up_new_evidence(store: Arc<dyn MemoryStore>) {
+    store.append(sample_conversation(SPACE)).await.unwrap();
+    let first = store.recall(&query("cat named Pixel")).await.unwrap();
+    assert!(first.items.iter().all(|i| !i.text.contains("Pixel")));
+    let appended = store
+        .append(vec![NewEvidence {
+            space: SPACE.into(),
+            context: "session-3".into(),
+            session_id: "session-3".into(),
+            actor: "Ben".into(),
+            event_time_ms: 1_690_000_000_000,
+            turn_order: 0,
+            text: "We adopted a kitten, a cat named Pixel.".into(),
+            source_id: "s3:1".into(),
+            source_offset: 10,
+        }])
+        .await
+        .unwrap();
+    let second = store.recall(&query("cat named Pixel")).await.unwrap();
+    assert_eq!(second.items[0].event_id, appended[0].evidence.event_id);
+    assert_eq!(second.items[0].source_id, "s3:1");
+    assert!(second.stats.aligned_rows >= 1);
+    assert!(store.status(SPACE).await.unwrap().aligned());
+}
+
+/// Groups are chronological, items inside a group in turn order, every item once.
+pub async fn recall_organizes_context(store: Arc<dyn MemoryStore>) {
+    store.append(sample_conversation(SPACE)).await.unwrap();
+    let recall = store
+        .recall(&query("trip to the Dolomites and a sailing trip"))
+        .await
+        .unwrap();
+    let ctx = &recall.context;
+    assert_eq!(ctx.reference_time_ms, 1_700_000_000_000);
+    let mut seen: Vec<usize> = ctx.groups.iter().flat_map(|g| g.items.clone()).collect();
+    seen.sort_unstable();
+    assert_eq!(seen, (0..recall.items.len()).collect::<Vec<_>>());
+    assert!(ctx
+        .groups
+        .windows(2)
+        .all(|w| w[0].start_ms <= w[1].start_ms));
+    for g in &ctx.groups {
+        let orders: Vec<i64> = g
+            .items
+            .iter()
+            .map(|&i| recall.items[i].turn_order)
+            .collect();
+        assert!(
+            orders.windows(2).all(|w| w[0] <= w[1]),
+            "turn order in {}",
+            g.context
+        );
+        assert!(g
+            .items
+            .iter()
+            .all(|&i| recall.items[i].context == g.context));
+    }
+    let text = crate::retrieve::render(&recall);
+    assert!(text.contains("source s1:1"), "{text}");
+    assert!(text.contains("source s2:4"), "{text}");
+}
+
+/// A space without evidence answers with nothing, not an error.
+pub async fn recall_empty_space(store: Arc<dyn MemoryStore>) {
+    let recall = store.recall(&query("anything at all")).await.unwrap();
+    assert!(recall.items.is_empty());
+    store
+        .append(sample_conversation(OTHER_SPACE))
+        .await
+        .unwrap();
+    let recall = store.recall(&query("hiking trip")).await.unwrap();
+    assert!(recall.items.is_empty(), "no evidence leaks across spaces");
+}
+
+/// The index job aligns every space; a second run has nothing to do.
+pub async fn sync_aligns_every_space(store: Arc<dyn MemoryStore>) {
+    let rows = sample_conversation(SPACE);
+    store.append(rows.clone()).await.unwrap();
+    store
+        .append(sample_conversation(OTHER_SPACE))
+        .await
+        .unwrap();
+    let report = store.sync(BuildLimits::default()).await.unwrap();
+    assert_eq!(report.rows_indexed, 2 * rows.len() as u64);
+    assert!(!report.paused);
+    for space in [SPACE, OTHER_SPACE] {
+        assert!(store.status(space).await.unwrap().aligned(), "{space}");
+    }
+    let again = store.sync(BuildLimits::default()).await.unwrap();
+    assert_eq!(again.rows_indexed, 0);
+    assert!(!again.rebuilt);
+}

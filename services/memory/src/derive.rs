@@ -1,0 +1,97 @@
+//! What derived indexes are made of: the analysis of one evidence row, shared by every
+//! backend's index builder, and the configuration fingerprint that versions it.
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::text;
+use crate::time::date_words;
+use crate::Evidence;
+
+/// Version of the derived index layout (tables, fields, edge kinds). Bump on any change.
+pub const INDEX_SCHEMA_VERSION: u32 = 1;
+
+/// Edge kinds of the event/context/concept graph. Adjacent-turn edges are not stored:
+/// they follow from the documents' order within their context.
+pub(crate) const EDGE_CONTEXT: i64 = 1;
+/// See [`EDGE_CONTEXT`].
+pub(crate) const EDGE_CONCEPT: i64 = 2;
+
+/// Sparse fields: the event's own terms and its window's.
+pub(crate) const FIELD_BODY: i64 = 0;
+/// See [`FIELD_BODY`].
+pub(crate) const FIELD_WINDOW: i64 = 1;
+
+/// Index-time options (part of the fingerprint: changing one rebuilds).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IndexOptions {
+    /// Turns on each side whose terms form an event's window field (its conversational
+    /// context: an answer rarely repeats the words of the question it answers). Default 2.
+    pub window: usize,
+}
+
+impl Default for IndexOptions {
+    fn default() -> Self {
+        Self { window: 2 }
+    }
+}
+
+/// The configuration part of the retrieval fingerprint: index schema, analyzer, window and
+/// embedding model. API keys and endpoints are deliberately not part of it.
+pub fn config_fingerprint(options: &IndexOptions, embedding: Option<(&str, usize)>) -> String {
+    let embedding = match embedding {
+        Some((model, dims)) => format!("{model}/{dims}"),
+        None => "none".to_owned(),
+    };
+    format!(
+        "schema={INDEX_SCHEMA_VERSION};analyzer={};fts=porter-unicode61;window={};embedding={embedding}",
+        text::ANALYZER_VERSION,
+        options.window
+    )
+}
+
+/// The indexed forms of one evidence row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DerivedDoc {
+    /// "actor: text (8 May 2023)": what full-text and sparse indexes see. The event's date
+    /// is part of it so that questions naming a time can match.
+    pub body: String,
+    /// Analyzed terms of `body`.
+    pub terms: Vec<String>,
+    /// Graph concepts of the text (names, numbers, months).
+    pub concepts: Vec<String>,
+}
+
+/// Analyzes one evidence row.
+pub(crate) fn derive(evidence: &Evidence) -> DerivedDoc {
+    let row = &evidence.row;
+    let body = format!(
+        "{}: {} ({})",
+        row.actor,
+        row.text,
+        date_words(row.event_time_ms)
+    );
+    DerivedDoc {
+        terms: text::terms(&body),
+        concepts: text::concepts(&row.text),
+        body,
+    }
+}
+
+/// The text an embedding model sees for an event.
+pub(crate) fn embedding_text(evidence: &Evidence) -> String {
+    format!("{}: {}", evidence.row.actor, evidence.row.text)
+}
+
+/// An FTS5 query matching any of `words` (each quoted; only alphanumeric words, which
+/// cannot break out of the quotes).
+pub(crate) fn fts_query(words: &[String]) -> String {
+    let mut seen = BTreeSet::new();
+    words
+        .iter()
+        .filter(|w| !w.is_empty() && w.chars().all(char::is_alphanumeric) && seen.insert(*w))
+        .map(|w| format!("\"{w}\""))
+        .collect::<Vec<_>>()
+        .join(" OR ")
+}

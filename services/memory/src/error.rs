@@ -1,0 +1,33 @@
+//! Memory Fabric errors.
+
+/// Errors of every memory store backend and of the retrieval pipeline.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A source id that is already in the ledger arrived with different content. Evidence
+    /// is never overwritten, so the whole batch is refused.
+    #[error("source {source_id} in space {space} already holds different evidence")]
+    SourceConflict {
+        /// The project space.
+        space: String,
+        /// The source id that clashed.
+        source_id: String,
+    },
+    /// The request is malformed (an empty space or source id, a zero limit …).
+    #[error("invalid request: {0}")]
+    Invalid(String),
+    /// The storage failed or could not be reached; the operation may be retried.
+    #[error("memory storage unavailable: {0}")]
+    Unavailable(String),
+    /// Stored data is damaged or of an unknown schema.
+    #[error("memory data is corrupt: {0}")]
+    Corrupt(String),
+    /// The embedding provider failed.
+    #[error("embedding provider: {0}")]
+    Embedding(String),
+    /// A filesystem operation failed.
+    #[error("memory i/o: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// The memory crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

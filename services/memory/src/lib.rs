@@ -1,0 +1,77 @@
+//! The Memory Fabric (SYSTEM.md §9): grounded long-term memory for agents.
+//!
+//! This crate owns
+//! - the **ledger** contract ([`MemoryStore`]): immutable evidence rows with checksums, a
+//!   per-space hash chain and idempotent ingestion by source id;
+//! - the **derived indexes** rebuilt from the ledger ([`mod@derive`]): full text (FTS5), a
+//!   BM25 sparse index with an event window field, an event/context/concept graph and
+//!   optional dense vectors, built by a resumable job with checkpoints and published
+//!   atomically, versioned by a retrieval fingerprint checked on every query;
+//! - the **read path** ([`retrieve`]): one pipeline for every query, from the alignment
+//!   check to the organized context, every item carrying its source event id;
+//! - **embedding providers** ([`embed`]);
+//! - the SQLite backend ([`sqlite::SqliteMemory`]), the backend-independent
+//!   [`conformance`] suite, and the LoCoMo retrieval benchmark ([`mod@bench`]).
+#![warn(missing_docs)]
+
+pub mod bench;
+pub mod conformance;
+pub mod derive;
+pub mod embed;
+mod error;
+pub mod retrieve;
+pub mod sqlite;
+pub mod text;
+pub mod time;
+mod types;
+
+pub use error::{Error, Result};
+pub use retrieve::RetrievalOptions;
+pub use types::*;
+
+use async_trait::async_trait;
+
+/// Milliseconds since the Unix epoch (0 if the clock is before it).
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
+/// The store contract: an append-only evidence ledger plus the derived indexes and the
+/// read path over it. Evidence is never updated or deleted; derived data can always be
+/// rebuilt from it.
+#[async_trait]
+pub trait MemoryStore: Send + Sync + 'static {
+    /// Appends evidence atomically, in order. A source id already recorded in the space
+    /// with the same content is a duplicate (the stored row is returned, nothing is
+    /// written); with different content the whole batch fails with
+    /// [`Error::SourceConflict`].
+    async fn append(&self, batch: Vec<NewEvidence>) -> Result<Vec<Appended>>;
+
+    /// Evidence of a space with `event_id > after_event_id`, in order, at most `limit`.
+    async fn read(&self, space: &str, after_event_id: u64, limit: usize) -> Result<Vec<Evidence>>;
+
+    /// Evidence of a space by event id, in the given order; unknown ids (and ids of other
+    /// spaces) are skipped.
+    async fn get(&self, space: &str, event_ids: &[u64]) -> Result<Vec<Evidence>>;
+
+    /// The ledger checksum of a space.
+    async fn head(&self, space: &str) -> Result<LedgerHead>;
+
+    /// Spaces that hold evidence, sorted.
+    async fn spaces(&self) -> Result<Vec<String>>;
+
+    /// How the derived indexes of a space relate to its ledger.
+    async fn status(&self, space: &str) -> Result<IndexStatus>;
+
+    /// Runs the index job (the background half of the alignment check): catches every
+    /// space up, or builds and publishes a new generation when the fingerprint changed.
+    /// Resumes an interrupted build from its checkpoints.
+    async fn sync(&self, limits: BuildLimits) -> Result<SyncReport>;
+
+    /// The read path: aligns the space's indexes, then retrieves, selects and organizes
+    /// evidence for `query`.
+    async fn recall(&self, query: &RecallQuery) -> Result<Recall>;
+}

@@ -1,0 +1,413 @@
+//! The read path (SYSTEM.md §9), one pipeline for every query: alignment check (done by the
+//! backend before `run`) → query encoding (`encode`) → candidate recall (full text,
+//! sparse, dense; up to `candidates` each) → reciprocal-rank fusion → Personalized
+//! PageRank seeded by the fused candidates → exact span scoring → evidence selection →
+//! context organization. There is no question-type routing and no query expansion.
+
+mod organize;
+mod select;
+pub(crate) mod snapshot;
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+
+pub use organize::render;
+use snapshot::Snapshot;
+
+use crate::{text, Recall, RecallQuery, RecallStats, RecalledItem, Signals};
+
+/// Query-time parameters (not part of the fingerprint: changing them needs no rebuild).
+/// Defaults were chosen on the LoCoMo dev split by small sweeps of one parameter at a
+/// time (see [`crate::bench`] for the figures); most are flat within a point.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RetrievalOptions {
+    /// Candidates taken from each recall list (full text, sparse, dense). Default 128.
+    pub candidates: usize,
+    /// Reciprocal-rank fusion constant. Default 60.
+    pub rrf_k: f32,
+    /// Fusion weight of the full-text list. Default 1.0.
+    pub fulltext_weight: f32,
+    /// Fusion weight of the sparse (BM25) list. Default 1.0.
+    pub sparse_weight: f32,
+    /// Fusion weight of the dense list. Default 0.25: with all-MiniLM-L6-v2 on LoCoMo dev,
+    /// equal weight (1.0) cost 2 points of R@10 against lexical-only, 0.25 gained 2.
+    pub dense_weight: f32,
+    /// BM25 term-frequency saturation. Default 1.2.
+    pub k1: f32,
+    /// BM25 length normalization. Default 0.4 (turns are short; full normalization
+    /// over-rewards one-line turns).
+    pub b: f32,
+    /// Weight of the window field (neighbouring turns) in sparse recall and of the window
+    /// column in full-text recall. Default 0.35.
+    pub window_weight: f32,
+    /// Sparse recall scores body and window together (BM25F) instead of summing two BM25s.
+    pub bm25f: bool,
+    /// Restart probability of Personalized PageRank. Default 0.5.
+    pub ppr_alpha: f32,
+    /// Power iterations of Personalized PageRank. Default 12.
+    pub ppr_iterations: usize,
+    /// Edge weights of the graph: adjacent turns, turn–context, turn–concept.
+    pub graph_next_weight: f32,
+    /// See `graph_next_weight`. Default 0.5.
+    pub graph_context_weight: f32,
+    /// See `graph_next_weight`. Default 0.5.
+    pub graph_concept_weight: f32,
+    /// Final score = fused·`fused_weight` + graph·`graph_weight` + span·`span_weight`
+    /// (each of fused, graph and the sparse span score normalized to the best candidate).
+    pub fused_weight: f32,
+    /// See `fused_weight`.
+    pub graph_weight: f32,
+    /// See `fused_weight`.
+    pub span_weight: f32,
+    /// Span score ratio dense : sparse : multi-vector (SYSTEM.md: 1.0 : 0.3 : 1.0).
+    pub span_dense: f32,
+    /// See `span_dense`.
+    pub span_sparse: f32,
+    /// See `span_dense` (no provider here produces token vectors yet).
+    pub span_multivector: f32,
+    /// Weight of query-term coverage in evidence selection (0 = pure relevance).
+    pub coverage_weight: f32,
+}
+
+impl Default for RetrievalOptions {
+    fn default() -> Self {
+        Self {
+            candidates: 128,
+            rrf_k: 60.0,
+            fulltext_weight: 1.0,
+            sparse_weight: 1.0,
+            dense_weight: 0.25,
+            k1: 1.2,
+            b: 0.4,
+            window_weight: 0.35,
+            bm25f: true,
+            ppr_alpha: 0.5,
+            ppr_iterations: 12,
+            graph_next_weight: 1.0,
+            graph_context_weight: 0.5,
+            graph_concept_weight: 0.5,
+            fused_weight: 1.0,
+            graph_weight: 0.2,
+            span_weight: 1.0,
+            span_dense: 1.0,
+            span_sparse: 0.3,
+            span_multivector: 1.0,
+            coverage_weight: 0.1,
+        }
+    }
+}
+
+/// An encoded query.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct EncodedQuery {
+    /// Analyzed terms, deduplicated.
+    pub terms: Vec<String>,
+    /// The FTS5 query (any of the content words).
+    pub fulltext: String,
+    /// The query vector, when an embedding provider is configured.
+    pub dense: Option<Vec<f32>>,
+}
+
+/// Query encoding: analyzer terms, the full-text query and (given) the dense vector.
+pub(crate) fn encode(query_text: &str, dense: Option<Vec<f32>>) -> EncodedQuery {
+    let mut terms = text::terms(query_text);
+    let mut seen = std::collections::HashSet::new();
+    terms.retain(|t| seen.insert(t.clone()));
+    EncodedQuery {
+        fulltext: crate::derive::fts_query(&text::content_words(query_text)),
+        terms,
+        dense: dense.map(|mut v| {
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+            v.iter_mut().for_each(|x| *x /= norm);
+            v
+        }),
+    }
+}
+
+/// One candidate's signals while it moves through the pipeline.
+#[derive(Debug, Clone, Copy, Default)]
+struct Candidate {
+    fused: f32,
+    graph: f32,
+    sparse: f32,
+    dense: f32,
+    span: (usize, usize),
+    score: f32,
+}
+
+/// Runs the pipeline after alignment and encoding. `fulltext` is the backend's full-text
+/// candidate list (event id, score), best first.
+pub(crate) fn run(
+    snap: &Snapshot,
+    q: &EncodedQuery,
+    fulltext: &[(u64, f32)],
+    options: &RetrievalOptions,
+    query: &RecallQuery,
+    mut stats: RecallStats,
+) -> Recall {
+    let term_ids: Vec<u32> = q
+        .terms
+        .iter()
+        .filter_map(|t| snap.vocab.get(t).copied())
+        .collect();
+
+    // Candidate recall.
+    let fulltext: Vec<u32> = fulltext
+        .iter()
+        .filter_map(|(id, _)| snap.by_event.get(id).copied())
+        .take(options.candidates)
+        .collect();
+    let sparse = top(sparse_scores(snap, &term_ids, options), options.candidates);
+    let dense = match &q.dense {
+        Some(v) if snap.dims == v.len() => top(dense_scores(snap, v), options.candidates),
+        _ => Vec::new(),
+    };
+    stats.fulltext = fulltext.len();
+    stats.sparse = sparse.len();
+    stats.dense = dense.len();
+
+    // Reciprocal-rank fusion.
+    let mut candidates: HashMap<u32, Candidate> = HashMap::new();
+    for (list, weight) in [
+        (fulltext, options.fulltext_weight),
+        (
+            sparse.iter().map(|&(d, _)| d).collect(),
+            options.sparse_weight,
+        ),
+        (
+            dense.iter().map(|&(d, _)| d).collect(),
+            options.dense_weight,
+        ),
+    ] {
+        for (rank, doc) in list.into_iter().enumerate() {
+            candidates.entry(doc).or_default().fused +=
+                weight / (options.rrf_k + rank as f32 + 1.0);
+        }
+    }
+    stats.fused = candidates.len();
+
+    // Personalized PageRank seeded by the fused candidates; the events it reaches join
+    // the candidates.
+    let mut seeds: Vec<(u32, f32)> = candidates.iter().map(|(&d, c)| (d, c.fused)).collect();
+    // A fixed order keeps float sums, and so scores, reproducible.
+    seeds.sort_unstable_by_key(|s| s.0);
+    let ppr = personalized_pagerank(snap, &seeds, options);
+    let reached: Vec<(u32, f32)> = ppr
+        .iter()
+        .enumerate()
+        .map(|(d, &m)| (d as u32, m))
+        .collect();
+    for (doc, _) in top(reached, options.candidates) {
+        candidates.entry(doc).or_default();
+    }
+    for (doc, c) in candidates.iter_mut() {
+        c.graph = ppr.get(*doc as usize).copied().unwrap_or(0.0);
+    }
+    stats.scored = candidates.len();
+
+    // Exact span scoring.
+    for (&doc, c) in candidates.iter_mut() {
+        let (score, span) = best_span(snap, doc, &term_ids, options);
+        c.sparse = score;
+        c.span = span;
+        if let (Some(qv), Some(dv)) = (&q.dense, snap.vector(doc)) {
+            c.dense = qv.iter().zip(dv).map(|(a, b)| a * b).sum();
+        }
+    }
+    let max =
+        |f: fn(&Candidate) -> f32| candidates.values().map(f).fold(0.0f32, f32::max).max(1e-12);
+    let (max_fused, max_graph, max_sparse) =
+        (max(|c| c.fused), max(|c| c.graph), max(|c| c.sparse));
+    for c in candidates.values_mut() {
+        let span = options.span_dense * c.dense + options.span_sparse * c.sparse / max_sparse;
+        c.score = options.fused_weight * c.fused / max_fused
+            + options.graph_weight * c.graph / max_graph
+            + options.span_weight * span;
+    }
+    let mut ranked: Vec<(u32, Candidate)> = candidates.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
+
+    // Evidence selection and context organization.
+    let chosen = select::select(snap, &ranked, &term_ids, query, options);
+    let items: Vec<RecalledItem> = chosen
+        .into_iter()
+        .map(|(doc, c)| {
+            let d = &snap.docs[doc as usize];
+            let row = &d.evidence.row;
+            RecalledItem {
+                event_id: d.evidence.event_id,
+                source_id: row.source_id.clone(),
+                context: row.context.clone(),
+                session_id: row.session_id.clone(),
+                actor: row.actor.clone(),
+                event_time_ms: row.event_time_ms,
+                turn_order: row.turn_order,
+                text: row.text.clone(),
+                span: c.span,
+                score: c.score,
+                tokens: d.tokens,
+                signals: Signals {
+                    fused: c.fused,
+                    graph: c.graph,
+                    sparse: c.sparse,
+                    dense: c.dense,
+                },
+            }
+        })
+        .collect();
+    let context = organize::organize(&items, query);
+    Recall {
+        items,
+        context,
+        stats,
+    }
+}
+
+/// The `n` best (doc, score) pairs, best first (ties by doc for determinism).
+fn top(mut scores: Vec<(u32, f32)>, n: usize) -> Vec<(u32, f32)> {
+    scores.retain(|&(_, s)| s > 0.0);
+    scores.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scores.truncate(n);
+    scores
+}
+
+fn bm25(tf: f32, len: f32, avg: f32, idf: f32, o: &RetrievalOptions) -> f32 {
+    idf * tf * (o.k1 + 1.0) / (tf + o.k1 * (1.0 - o.b + o.b * len / avg))
+}
+
+/// Sparse recall, BM25F over the body and window fields: the window's term frequencies
+/// count `window_weight` times, saturate together with the body's, and the length is the
+/// weighted sum of both fields (Robertson's BM25F, as FTS5 does with column weights).
+/// With `bm25f` off: BM25(body) + `window_weight` × BM25(window).
+fn sparse_scores(snap: &Snapshot, terms: &[u32], o: &RetrievalOptions) -> Vec<(u32, f32)> {
+    let n = snap.docs.len();
+    let mut acc: HashMap<u32, f32> = HashMap::new();
+    if o.bm25f {
+        let avg = snap.body.avg_len + o.window_weight * snap.window.avg_len;
+        for &t in terms {
+            let mut tf: HashMap<u32, f32> = HashMap::new();
+            for (field, weight) in [(&snap.body, 1.0), (&snap.window, o.window_weight)] {
+                for &(doc, f) in field.postings.get(&t).map_or(&[][..], Vec::as_slice) {
+                    *tf.entry(doc).or_default() += weight * f as f32;
+                }
+            }
+            let df = tf.len() as f32;
+            let idf = (1.0 + (n as f32 - df + 0.5) / (df + 0.5)).ln();
+            for (doc, f) in tf {
+                let d = doc as usize;
+                let len = snap.body.len[d] as f32 + o.window_weight * snap.window.len[d] as f32;
+                *acc.entry(doc).or_default() += bm25(f, len, avg, idf, o);
+            }
+        }
+        return acc.into_iter().collect();
+    }
+    for (field, weight) in [(&snap.body, 1.0), (&snap.window, o.window_weight)] {
+        if weight <= 0.0 {
+            continue;
+        }
+        for &t in terms {
+            let Some(postings) = field.postings.get(&t) else {
+                continue;
+            };
+            let idf = field.idf(t, n);
+            for &(doc, tf) in postings {
+                let len = field.len[doc as usize] as f32;
+                *acc.entry(doc).or_default() +=
+                    weight * bm25(tf as f32, len, field.avg_len, idf, o);
+            }
+        }
+    }
+    acc.into_iter().collect()
+}
+
+fn dense_scores(snap: &Snapshot, q: &[f32]) -> Vec<(u32, f32)> {
+    (0..snap.docs.len() as u32)
+        .filter_map(|d| {
+            let v = snap.vector(d)?;
+            Some((d, q.iter().zip(v).map(|(a, b)| a * b).sum()))
+        })
+        .collect()
+}
+
+/// Power iteration of Personalized PageRank with restart to the seed distribution;
+/// returns the mass on each event node (indexed by doc).
+fn personalized_pagerank(snap: &Snapshot, seeds: &[(u32, f32)], o: &RetrievalOptions) -> Vec<f32> {
+    let g = &snap.graph;
+    let nodes = g.degree.len();
+    let total: f32 = seeds.iter().map(|s| s.1).sum();
+    if nodes == 0 || total <= 0.0 {
+        return Vec::new();
+    }
+    let mut restart = vec![0f32; nodes];
+    for &(d, w) in seeds {
+        restart[d as usize] += w / total;
+    }
+    let mut rank = restart.clone();
+    let mut next = vec![0f32; nodes];
+    for _ in 0..o.ppr_iterations {
+        next.iter_mut()
+            .zip(&restart)
+            .for_each(|(n, r)| *n = o.ppr_alpha * r);
+        let mut dangling = 0.0;
+        for (node, &mass) in rank.iter().enumerate() {
+            if mass == 0.0 {
+                continue;
+            }
+            let deg = g.degree[node];
+            if deg <= 0.0 {
+                dangling += mass;
+                continue;
+            }
+            let share = (1.0 - o.ppr_alpha) * mass / deg;
+            for at in g.offsets[node]..g.offsets[node + 1] {
+                next[g.targets[at] as usize] += share * g.weights[at];
+            }
+        }
+        if dangling > 0.0 {
+            // Mass that cannot move restarts at the seeds.
+            let scale = (1.0 - o.ppr_alpha) * dangling;
+            next.iter_mut()
+                .zip(&restart)
+                .for_each(|(n, r)| *n += scale * r);
+        }
+        std::mem::swap(&mut rank, &mut next);
+    }
+    rank.truncate(snap.docs.len());
+    rank
+}
+
+/// Exact sparse score of a doc's best span and its byte range: BM25F of the span's terms
+/// (plus the event's actor and date) together with the event's window field, so a span is
+/// judged in its conversational context like in sparse recall.
+fn best_span(
+    snap: &Snapshot,
+    doc: u32,
+    terms: &[u32],
+    o: &RetrievalOptions,
+) -> (f32, (usize, usize)) {
+    let d = &snap.docs[doc as usize];
+    let window_len = o.window_weight * snap.window.len[doc as usize] as f32;
+    let avg = snap.body.avg_len + o.window_weight * snap.window.avg_len;
+    let mut best = (0.0f32, d.spans.first().map_or((0, 0), |s| s.0));
+    for (range, ids) in &d.spans {
+        let len = ids.len() as f32 + window_len;
+        let score: f32 = terms
+            .iter()
+            .map(|&t| {
+                let tf = ids.iter().filter(|&&i| i == t).count() as f32
+                    + o.window_weight * d.window_tf.get(&t).copied().unwrap_or(0) as f32;
+                if tf == 0.0 {
+                    0.0
+                } else {
+                    bm25(tf, len, avg, snap.any_idf(t), o)
+                }
+            })
+            .sum();
+        if score > best.0 {
+            best = (score, *range);
+        }
+    }
+    best
+}

@@ -1,0 +1,236 @@
+//! An in-memory read view of one space's published index generation: documents with their
+//! evidence, the sparse index (two BM25 fields), the graph in CSR form and the vectors.
+//! Built from what a backend loads, so every backend shares the same query code; cached
+//! by the backend per (generation, indexed ledger position).
+
+use std::collections::HashMap;
+
+use super::RetrievalOptions;
+use crate::derive::{EDGE_CONCEPT, EDGE_CONTEXT};
+use crate::{text, time, Evidence};
+
+/// One document: the evidence plus its scoring spans.
+#[derive(Debug)]
+pub(crate) struct Doc {
+    pub evidence: Evidence,
+    /// Byte ranges of the text's spans with their term ids (plus the event's actor and
+    /// date terms, which hold for every span).
+    pub spans: Vec<((usize, usize), Vec<u32>)>,
+    /// Distinct term ids of the body (for coverage).
+    pub terms: Vec<u32>,
+    /// Term frequencies of the window field.
+    pub window_tf: HashMap<u32, u32>,
+    pub tokens: usize,
+}
+
+/// One BM25 field.
+#[derive(Debug, Default)]
+pub(crate) struct Field {
+    pub postings: HashMap<u32, Vec<(u32, u32)>>,
+    pub len: Vec<u32>,
+    pub avg_len: f32,
+}
+
+impl Field {
+    pub fn idf(&self, term: u32, n: usize) -> f32 {
+        let df = self.postings.get(&term).map_or(0, Vec::len) as f32;
+        (1.0 + (n as f32 - df + 0.5) / (df + 0.5)).ln()
+    }
+}
+
+/// The graph: docs are nodes `0..n`, contexts and concepts follow.
+#[derive(Debug, Default)]
+pub(crate) struct Graph {
+    pub offsets: Vec<usize>,
+    pub targets: Vec<u32>,
+    pub weights: Vec<f32>,
+    /// Weighted degree per node.
+    pub degree: Vec<f32>,
+}
+
+/// A space's read view.
+#[derive(Debug, Default)]
+pub(crate) struct Snapshot {
+    pub docs: Vec<Doc>,
+    pub by_event: HashMap<u64, u32>,
+    pub vocab: HashMap<String, u32>,
+    pub body: Field,
+    pub window: Field,
+    pub graph: Graph,
+    /// Row-major unit vectors, `dims` per doc (zeros for a doc without one).
+    pub vectors: Vec<f32>,
+    pub dims: usize,
+    /// Documents containing each term in either field (BM25F's document frequency).
+    pub any_df: HashMap<u32, u32>,
+}
+
+/// Inputs for [`Snapshot::build`]: documents in context order (context, turn order, id).
+pub(crate) struct SnapshotParts {
+    pub docs: Vec<(Evidence, u32, u32)>,
+    pub postings: Vec<(String, i64, u64, u32)>,
+    pub edges: Vec<(u64, String, i64)>,
+    pub vectors: Vec<(u64, Vec<f32>)>,
+}
+
+impl Snapshot {
+    /// BM25F inverse document frequency (a term in either field counts).
+    pub fn any_idf(&self, term: u32) -> f32 {
+        let n = self.docs.len() as f32;
+        let df = self.any_df.get(&term).copied().unwrap_or(0) as f32;
+        (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+    }
+
+    pub fn build(parts: SnapshotParts, options: &RetrievalOptions) -> Self {
+        let mut s = Snapshot::default();
+        let n = parts.docs.len();
+        for (i, (evidence, body_len, window_len)) in parts.docs.into_iter().enumerate() {
+            s.by_event.insert(evidence.event_id, i as u32);
+            s.body.len.push(body_len);
+            s.window.len.push(window_len);
+            s.docs.push(Doc {
+                tokens: text::estimate_tokens(&evidence.row.text),
+                evidence,
+                spans: Vec::new(),
+                terms: Vec::new(),
+                window_tf: HashMap::new(),
+            });
+        }
+        for (term, field, event_id, tf) in parts.postings {
+            let Some(&doc) = s.by_event.get(&event_id) else {
+                continue;
+            };
+            let next = s.vocab.len() as u32;
+            let id = *s.vocab.entry(term).or_insert(next);
+            let target = if field == crate::derive::FIELD_WINDOW {
+                s.docs[doc as usize].window_tf.insert(id, tf);
+                &mut s.window
+            } else {
+                s.docs[doc as usize].terms.push(id);
+                &mut s.body
+            };
+            target.postings.entry(id).or_default().push((doc, tf));
+        }
+        for d in 0..n {
+            let doc = &s.docs[d];
+            let mut seen: Vec<u32> = doc.terms.clone();
+            seen.extend(doc.window_tf.keys().copied());
+            seen.sort_unstable();
+            seen.dedup();
+            for t in seen {
+                *s.any_df.entry(t).or_default() += 1;
+            }
+        }
+        for field in [&mut s.body, &mut s.window] {
+            let total: u64 = field.len.iter().map(|&l| u64::from(l)).sum();
+            field.avg_len = if n == 0 {
+                1.0
+            } else {
+                (total as f32 / n as f32).max(1.0)
+            };
+        }
+        for doc in &mut s.docs {
+            let row = &doc.evidence.row;
+            let header: Vec<u32> = text::terms(&format!(
+                "{} {}",
+                row.actor,
+                time::date_words(row.event_time_ms)
+            ))
+            .iter()
+            .filter_map(|t| s.vocab.get(t).copied())
+            .collect();
+            doc.spans = text::spans(&row.text, 40)
+                .into_iter()
+                .map(|(a, b)| {
+                    let mut ids: Vec<u32> = text::terms(&row.text[a..b])
+                        .iter()
+                        .filter_map(|t| s.vocab.get(t).copied())
+                        .collect();
+                    ids.extend_from_slice(&header);
+                    ((a, b), ids)
+                })
+                .collect();
+        }
+        s.graph = build_graph(&s.docs, &parts.edges, &s.by_event, options);
+        if let Some(dims) = parts.vectors.first().map(|(_, v)| v.len()) {
+            s.dims = dims;
+            s.vectors = vec![0.0; dims * n];
+            for (event_id, v) in parts.vectors {
+                if let (Some(&doc), true) = (s.by_event.get(&event_id), v.len() == dims) {
+                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+                    let at = doc as usize * dims;
+                    for (slot, x) in s.vectors[at..at + dims].iter_mut().zip(v) {
+                        *slot = x / norm;
+                    }
+                }
+            }
+        }
+        s
+    }
+
+    pub fn vector(&self, doc: u32) -> Option<&[f32]> {
+        let at = doc as usize * self.dims;
+        (self.dims > 0).then(|| &self.vectors[at..at + self.dims])
+    }
+}
+
+fn build_graph(
+    docs: &[Doc],
+    edges: &[(u64, String, i64)],
+    by_event: &HashMap<u64, u32>,
+    options: &RetrievalOptions,
+) -> Graph {
+    let n = docs.len();
+    let mut nodes: HashMap<&str, u32> = HashMap::new();
+    let mut pairs: Vec<(u32, u32, f32)> = Vec::new();
+    // Adjacent turns: docs arrive in (context, turn order, id) order.
+    for i in 1..n {
+        if docs[i].evidence.row.context == docs[i - 1].evidence.row.context {
+            pairs.push(((i - 1) as u32, i as u32, options.graph_next_weight));
+        }
+    }
+    for (event_id, key, kind) in edges {
+        let Some(&doc) = by_event.get(event_id) else {
+            continue;
+        };
+        let weight = match *kind {
+            EDGE_CONTEXT => options.graph_context_weight,
+            EDGE_CONCEPT => options.graph_concept_weight,
+            _ => continue,
+        };
+        if weight <= 0.0 {
+            continue;
+        }
+        let next = (n + nodes.len()) as u32;
+        let node = *nodes.entry(key.as_str()).or_insert(next);
+        pairs.push((doc, node, weight));
+    }
+    let total = n + nodes.len();
+    let mut count = vec![0usize; total + 1];
+    for &(a, b, _) in &pairs {
+        count[a as usize + 1] += 1;
+        count[b as usize + 1] += 1;
+    }
+    for i in 0..total {
+        count[i + 1] += count[i];
+    }
+    let offsets = count.clone();
+    let mut fill = count;
+    let mut targets = vec![0u32; pairs.len() * 2];
+    let mut weights = vec![0f32; pairs.len() * 2];
+    let mut degree = vec![0f32; total];
+    for &(a, b, w) in &pairs {
+        for (from, to) in [(a, b), (b, a)] {
+            let at = fill[from as usize];
+            targets[at] = to;
+            weights[at] = w;
+            fill[from as usize] += 1;
+            degree[from as usize] += w;
+        }
+    }
+    Graph {
+        offsets,
+        targets,
+        weights,
+        degree,
+    }
+}

@@ -1,0 +1,468 @@
+//! `index.sqlite`: derived indexes in numbered generations (write path steps 5–6).
+//!
+//! Every generation has its own tables (`g<N>_docs`, `g<N>_postings`, `g<N>_fts`,
+//! `g<N>_edges`, `g<N>_vectors`). A rebuild fills a new generation while queries keep
+//! reading the published one, then [`IndexDb::publish`] switches the `publication` pointer
+//! in one transaction and drops the old tables. Per space, `checkpoints` records the last
+//! ledger row (and its chain hash) a generation covers; each batch commits together with
+//! its checkpoint, so an interrupted build resumes where it stopped.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
+
+use super::db::{from_sql_int, open, to_sql_int, DbResultExt};
+use super::ledger::LedgerRow;
+use super::windows::{insert_postings, refresh_windows};
+use crate::derive::{derive, EDGE_CONCEPT, EDGE_CONTEXT, FIELD_BODY};
+use crate::{now_ms, Error, LedgerHead, Result};
+
+const META_SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS publication (
+    id          INTEGER PRIMARY KEY CHECK (id = 1),
+    generation  INTEGER NOT NULL,
+    fingerprint TEXT    NOT NULL
+);
+CREATE TABLE IF NOT EXISTS generations (
+    generation  INTEGER PRIMARY KEY,
+    fingerprint TEXT    NOT NULL,
+    state       TEXT    NOT NULL CHECK (state IN ('building', 'published', 'retired')),
+    created_ms  INTEGER NOT NULL
+);
+CREATE TABLE IF NOT EXISTS checkpoints (
+    generation    INTEGER NOT NULL,
+    space         TEXT    NOT NULL,
+    last_event_id INTEGER NOT NULL,
+    chain         TEXT    NOT NULL,
+    rows          INTEGER NOT NULL,
+    PRIMARY KEY (generation, space)
+);
+";
+
+/// Full-text column weights: the event's own text, then its window.
+pub(crate) const FTS_BODY_WEIGHT: f64 = 1.0;
+
+pub(super) fn table(generation: u64, name: &str) -> String {
+    format!("g{generation}_{name}")
+}
+
+fn generation_schema(g: u64) -> String {
+    format!(
+        "
+CREATE TABLE g{g}_docs (
+    event_id   INTEGER PRIMARY KEY,
+    space      TEXT    NOT NULL,
+    context    TEXT    NOT NULL,
+    turn_order INTEGER NOT NULL,
+    body       TEXT    NOT NULL,
+    terms      TEXT    NOT NULL,
+    body_len   INTEGER NOT NULL,
+    window_len INTEGER NOT NULL
+);
+CREATE INDEX g{g}_docs_order ON g{g}_docs (space, context, turn_order, event_id);
+CREATE TABLE g{g}_postings (
+    space    TEXT    NOT NULL,
+    term     TEXT    NOT NULL,
+    field    INTEGER NOT NULL,
+    event_id INTEGER NOT NULL,
+    tf       INTEGER NOT NULL,
+    PRIMARY KEY (space, term, field, event_id)
+) WITHOUT ROWID;
+CREATE INDEX g{g}_postings_doc ON g{g}_postings (event_id, field);
+CREATE VIRTUAL TABLE g{g}_fts USING fts5(
+    body, window, space UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2'
+);
+CREATE TABLE g{g}_edges (
+    space  TEXT    NOT NULL,
+    src    INTEGER NOT NULL,
+    dst    TEXT    NOT NULL,
+    kind   INTEGER NOT NULL,
+    PRIMARY KEY (space, src, dst, kind)
+) WITHOUT ROWID;
+CREATE TABLE g{g}_vectors (
+    event_id INTEGER PRIMARY KEY,
+    space    TEXT    NOT NULL,
+    vector   BLOB    NOT NULL
+);
+"
+    )
+}
+
+/// One indexed document as loaded for a snapshot.
+#[derive(Debug, Clone)]
+pub(crate) struct DocRow {
+    pub event_id: u64,
+    pub body_len: u32,
+    pub window_len: u32,
+}
+
+/// Everything a snapshot needs from one generation for one space.
+#[derive(Debug, Default)]
+pub(crate) struct LoadedSpace {
+    pub docs: Vec<DocRow>,
+    /// (term, field, event id, tf).
+    pub postings: Vec<(String, i64, u64, u32)>,
+    /// (event id, node key, kind).
+    pub edges: Vec<(u64, String, i64)>,
+    /// (event id, vector).
+    pub vectors: Vec<(u64, Vec<f32>)>,
+}
+
+/// The open index file.
+pub(crate) struct IndexDb {
+    conn: Connection,
+}
+
+impl IndexDb {
+    pub fn open(path: &Path) -> Result<Self> {
+        let conn = open(path)?;
+        conn.execute_batch(META_SCHEMA).db("create index schema")?;
+        Ok(Self { conn })
+    }
+
+    /// The published generation and its fingerprint.
+    pub fn publication(&self) -> Result<Option<(u64, String)>> {
+        self.conn
+            .query_row(
+                "SELECT generation, fingerprint FROM publication WHERE id = 1",
+                [],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
+            )
+            .optional()
+            .db("read publication")?
+            .map(|(g, f)| Ok((from_sql_int(g, "generation")?, f)))
+            .transpose()
+    }
+
+    /// The generation being built, if any, and its fingerprint.
+    pub fn building(&self) -> Result<Option<(u64, String)>> {
+        self.conn
+            .query_row(
+                "SELECT generation, fingerprint FROM generations WHERE state = 'building' \
+                 ORDER BY generation DESC LIMIT 1",
+                [],
+                |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)),
+            )
+            .optional()
+            .db("read building generation")?
+            .map(|(g, f)| Ok((from_sql_int(g, "generation")?, f)))
+            .transpose()
+    }
+
+    /// Creates the tables of a new generation (numbered after every earlier one).
+    pub fn create_generation(&mut self, fingerprint: &str) -> Result<u64> {
+        let tx = self.begin()?;
+        let last: i64 = tx
+            .query_row(
+                "SELECT COALESCE(MAX(generation), 0) FROM generations",
+                [],
+                |r| r.get(0),
+            )
+            .db("read generations")?;
+        let generation = from_sql_int(last, "generation")? + 1;
+        tx.execute_batch(&generation_schema(generation))
+            .db("create generation tables")?;
+        tx.execute(
+            "INSERT INTO generations (generation, fingerprint, state, created_ms) \
+             VALUES (?1, ?2, 'building', ?3)",
+            params![to_sql_int(generation, "generation")?, fingerprint, now_ms()],
+        )
+        .db("record generation")?;
+        tx.commit().db("commit new generation")?;
+        Ok(generation)
+    }
+
+    /// Switches the publication pointer to `generation` in one transaction, then drops the
+    /// tables of every other generation.
+    pub fn publish(&mut self, generation: u64, fingerprint: &str) -> Result<()> {
+        let g = to_sql_int(generation, "generation")?;
+        let tx = self.begin()?;
+        tx.execute(
+            "INSERT INTO publication (id, generation, fingerprint) VALUES (1, ?1, ?2) \
+             ON CONFLICT (id) DO UPDATE SET generation = excluded.generation, \
+             fingerprint = excluded.fingerprint",
+            params![g, fingerprint],
+        )
+        .db("switch publication")?;
+        tx.execute(
+            "UPDATE generations SET state = CASE WHEN generation = ?1 THEN 'published' \
+             ELSE 'retired' END",
+            [g],
+        )
+        .db("update generation states")?;
+        tx.commit().db("commit publication")?;
+        let retired: Vec<i64> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT generation FROM generations WHERE state = 'retired'")
+                .db("prepare retired")?;
+            let rows = stmt.query_map([], |r| r.get(0)).db("list retired")?;
+            rows.collect::<rusqlite::Result<_>>().db("read retired")?
+        };
+        for old in retired {
+            self.drop_generation(from_sql_int(old, "generation")?)?;
+        }
+        Ok(())
+    }
+
+    /// Drops a generation's tables and bookkeeping (an abandoned or retired build).
+    pub fn drop_generation(&mut self, generation: u64) -> Result<()> {
+        let g = to_sql_int(generation, "generation")?;
+        let tx = self.begin()?;
+        for name in ["docs", "postings", "fts", "edges", "vectors"] {
+            tx.execute_batch(&format!("DROP TABLE IF EXISTS {}", table(generation, name)))
+                .db("drop generation table")?;
+        }
+        tx.execute("DELETE FROM checkpoints WHERE generation = ?1", [g])
+            .db("drop checkpoints")?;
+        tx.execute("DELETE FROM generations WHERE generation = ?1", [g])
+            .db("drop generation")?;
+        tx.commit().db("commit drop generation")
+    }
+
+    /// The ledger position a generation covers for a space.
+    pub fn checkpoint(&self, generation: u64, space: &str) -> Result<LedgerHead> {
+        self.conn
+            .prepare_cached(
+                "SELECT last_event_id, chain, rows FROM checkpoints \
+                 WHERE generation = ?1 AND space = ?2",
+            )
+            .db("prepare checkpoint")?
+            .query_row(params![to_sql_int(generation, "generation")?, space], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })
+            .optional()
+            .db("read checkpoint")?
+            .map(|(id, chain, rows)| {
+                Ok(LedgerHead {
+                    last_event_id: from_sql_int(id, "event id")?,
+                    chain,
+                    rows: from_sql_int(rows, "rows")?,
+                })
+            })
+            .unwrap_or_else(|| Ok(LedgerHead::default()))
+    }
+
+    fn begin(&mut self) -> Result<Transaction<'_>> {
+        self.conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .db("begin index transaction")
+    }
+
+    /// Indexes a batch of ledger rows of one space (in event id order, all after the
+    /// generation's checkpoint) and advances the checkpoint, in one transaction.
+    pub fn apply_batch(
+        &mut self,
+        generation: u64,
+        space: &str,
+        rows: &[LedgerRow],
+        vectors: Option<&[Vec<f32>]>,
+        window: usize,
+    ) -> Result<()> {
+        let Some(last) = rows.last() else {
+            return Ok(());
+        };
+        let before = self.checkpoint(generation, space)?;
+        let tx = self.begin()?;
+        let g = generation;
+        let mut contexts = BTreeSet::new();
+        for (i, row) in rows.iter().enumerate() {
+            let e = &row.evidence;
+            let id = to_sql_int(e.event_id, "event id")?;
+            let doc = derive(e);
+            tx.execute(
+                &format!(
+                    "INSERT INTO {} (event_id, space, context, turn_order, body, terms, \
+                     body_len, window_len) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 0)",
+                    table(g, "docs")
+                ),
+                params![
+                    id,
+                    space,
+                    e.row.context,
+                    e.row.turn_order,
+                    doc.body,
+                    doc.terms.join(" "),
+                    doc.terms.len() as i64
+                ],
+            )
+            .db("insert doc")?;
+            insert_postings(&tx, g, space, id, FIELD_BODY, &doc.terms)?;
+            tx.execute(
+                &format!(
+                    "INSERT INTO {} (rowid, body, window, space) VALUES (?1, ?2, '', ?3)",
+                    table(g, "fts")
+                ),
+                params![id, doc.body, space],
+            )
+            .db("insert full text")?;
+            let mut edges = vec![(format!("c:{}", e.row.context), EDGE_CONTEXT)];
+            edges.extend(doc.concepts.into_iter().map(|c| (c, EDGE_CONCEPT)));
+            for (dst, kind) in edges {
+                tx.execute(
+                    &format!(
+                        "INSERT OR IGNORE INTO {} (space, src, dst, kind) VALUES (?1, ?2, ?3, ?4)",
+                        table(g, "edges")
+                    ),
+                    params![space, id, dst, kind],
+                )
+                .db("insert edge")?;
+            }
+            if let Some(vector) = vectors.and_then(|v| v.get(i)) {
+                let blob: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+                tx.execute(
+                    &format!(
+                        "INSERT INTO {} (event_id, space, vector) VALUES (?1, ?2, ?3)",
+                        table(g, "vectors")
+                    ),
+                    params![id, space, blob],
+                )
+                .db("insert vector")?;
+            }
+            contexts.insert((e.row.context.clone(), e.row.turn_order, id));
+        }
+        refresh_windows(&tx, g, space, &contexts, window)?;
+        tx.execute(
+            "INSERT INTO checkpoints (generation, space, last_event_id, chain, rows) \
+             VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (generation, space) DO UPDATE SET \
+             last_event_id = excluded.last_event_id, chain = excluded.chain, rows = excluded.rows",
+            params![
+                to_sql_int(g, "generation")?,
+                space,
+                to_sql_int(last.evidence.event_id, "event id")?,
+                last.chain,
+                to_sql_int(before.rows + rows.len() as u64, "rows")?
+            ],
+        )
+        .db("advance checkpoint")?;
+        tx.commit().db("commit index batch")
+    }
+
+    /// Top `limit` full-text matches of an FTS5 query in a space: (event id, score), best
+    /// first, score higher-is-better (FTS5's bm25 negated).
+    pub fn fulltext(
+        &self,
+        generation: u64,
+        space: &str,
+        fts_query: &str,
+        window_weight: f64,
+        limit: usize,
+    ) -> Result<Vec<(u64, f32)>> {
+        if fts_query.is_empty() {
+            return Ok(Vec::new());
+        }
+        let fts = table(generation, "fts");
+        let sql = format!(
+            "SELECT rowid, bm25({fts}, {FTS_BODY_WEIGHT:.3}, {window_weight:.3}, 0.0) AS s \
+             FROM {fts} WHERE {fts} MATCH ?1 AND space = ?2 ORDER BY s LIMIT ?3"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql).db("prepare full text")?;
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let rows = stmt
+            .query_map(params![fts_query, space, limit], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
+            })
+            .db("full text query")?;
+        rows.map(|r| {
+            let (id, score) = r.db("full text row")?;
+            Ok((from_sql_int(id, "event id")?, -score as f32))
+        })
+        .collect()
+    }
+
+    /// Loads a generation's data for one space.
+    pub fn load_space(&self, generation: u64, space: &str) -> Result<LoadedSpace> {
+        let g = generation;
+        let mut out = LoadedSpace::default();
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT event_id, body_len, window_len FROM {} \
+                 WHERE space = ?1 ORDER BY context, turn_order, event_id",
+                table(g, "docs")
+            ))
+            .db("prepare load docs")?;
+        let rows = stmt
+            .query_map([space], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                ))
+            })
+            .db("load docs")?;
+        for r in rows {
+            let (id, body_len, window_len) = r.db("doc row")?;
+            out.docs.push(DocRow {
+                event_id: from_sql_int(id, "event id")?,
+                body_len: u32::try_from(body_len).unwrap_or(u32::MAX),
+                window_len: u32::try_from(window_len).unwrap_or(u32::MAX),
+            });
+        }
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT term, field, event_id, tf FROM {} WHERE space = ?1",
+                table(g, "postings")
+            ))
+            .db("prepare load postings")?;
+        let rows = stmt
+            .query_map([space], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                ))
+            })
+            .db("load postings")?;
+        for r in rows {
+            let (term, field, id, tf) = r.db("posting row")?;
+            let tf = u32::try_from(tf).map_err(|_| Error::Corrupt(format!("tf {tf}")))?;
+            out.postings
+                .push((term, field, from_sql_int(id, "event id")?, tf));
+        }
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT src, dst, kind FROM {} WHERE space = ?1",
+                table(g, "edges")
+            ))
+            .db("prepare load edges")?;
+        let rows = stmt
+            .query_map([space], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?))
+            })
+            .db("load edges")?;
+        for r in rows {
+            let (src, dst, kind) = r.db("edge row")?;
+            out.edges.push((from_sql_int(src, "event id")?, dst, kind));
+        }
+        let mut stmt = self
+            .conn
+            .prepare(&format!(
+                "SELECT event_id, vector FROM {} WHERE space = ?1",
+                table(g, "vectors")
+            ))
+            .db("prepare load vectors")?;
+        let rows = stmt
+            .query_map([space], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+            })
+            .db("load vectors")?;
+        for r in rows {
+            let (id, blob) = r.db("vector row")?;
+            let vector = blob
+                .chunks_exact(4)
+                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                .collect();
+            out.vectors.push((from_sql_int(id, "event id")?, vector));
+        }
+        Ok(out)
+    }
+}

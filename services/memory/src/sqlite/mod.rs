@@ -1,0 +1,290 @@
+//! The local SQLite backend: `<AppRoot>/data/memory/fabric/ledger.sqlite` (evidence) and
+//! `index.sqlite` (derived indexes in generations). One connection per file behind a
+//! mutex; all SQLite work runs on tokio's blocking pool. Index maintenance (catch-up and
+//! rebuilds) is serialized by an async lock; queries that find the index aligned never
+//! take it.
+
+mod build;
+mod db;
+mod index;
+mod ledger;
+mod windows;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use tracing::instrument;
+
+use self::index::IndexDb;
+use self::ledger::LedgerDb;
+use crate::derive::{config_fingerprint, IndexOptions};
+use crate::embed::EmbeddingProvider;
+use crate::retrieve::snapshot::{Snapshot, SnapshotParts};
+use crate::retrieve::{self, RetrievalOptions};
+use crate::{
+    Appended, BuildLimits, Error, Evidence, IndexStatus, LedgerHead, MemoryStore, NewEvidence,
+    Recall, RecallQuery, RecallStats, Result, SyncReport,
+};
+
+/// Settings of the SQLite store.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SqliteOptions {
+    /// Index-time options (part of the fingerprint).
+    pub index: IndexOptions,
+    /// Query-time options.
+    pub retrieval: RetrievalOptions,
+    /// Batch size of the alignment job run by queries.
+    pub build: BuildLimits,
+}
+
+/// A [`MemoryStore`] over two SQLite files. Cheap to clone.
+#[derive(Clone)]
+pub struct SqliteMemory {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SqliteMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SqliteMemory")
+            .field("dir", &self.inner.dir)
+            .field("fingerprint", &self.inner.fingerprint)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A cached read view and the index position it was loaded for.
+type CachedSnapshot = (u64, LedgerHead, Arc<Snapshot>);
+
+pub(crate) struct Inner {
+    dir: PathBuf,
+    ledger: Mutex<LedgerDb>,
+    index: Mutex<IndexDb>,
+    embedder: Option<Arc<dyn EmbeddingProvider>>,
+    options: SqliteOptions,
+    fingerprint: String,
+    maintenance: tokio::sync::Mutex<()>,
+    snapshots: Mutex<HashMap<String, CachedSnapshot>>,
+}
+
+/// A panic while a connection was locked leaves nothing half-done (an open transaction
+/// rolls back when it drops), so poisoned locks are taken over.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl Inner {
+    fn ledger(&self) -> MutexGuard<'_, LedgerDb> {
+        lock(&self.ledger)
+    }
+
+    fn index(&self) -> MutexGuard<'_, IndexDb> {
+        lock(&self.index)
+    }
+}
+
+impl SqliteMemory {
+    /// The folder of the store's files under an AppRoot: `<root>/data/memory/fabric`.
+    pub fn fabric_dir(app_root: &Path) -> PathBuf {
+        app_root.join("data").join("memory").join("fabric")
+    }
+
+    /// Opens (creating when missing) the store under `app_root`. `embedder` adds dense
+    /// vectors; its model id and dimensions become part of the fingerprint.
+    pub fn open(
+        app_root: &Path,
+        options: SqliteOptions,
+        embedder: Option<Arc<dyn EmbeddingProvider>>,
+    ) -> Result<Self> {
+        let dir = Self::fabric_dir(app_root);
+        std::fs::create_dir_all(&dir)?;
+        let ledger = LedgerDb::open(&dir.join("ledger.sqlite"))?;
+        let index = IndexDb::open(&dir.join("index.sqlite"))?;
+        let fingerprint = config_fingerprint(
+            &options.index,
+            embedder.as_ref().map(|e| (e.model_id(), e.dims())),
+        );
+        Ok(Self {
+            inner: Arc::new(Inner {
+                dir,
+                ledger: Mutex::new(ledger),
+                index: Mutex::new(index),
+                embedder,
+                options,
+                fingerprint,
+                maintenance: tokio::sync::Mutex::new(()),
+                snapshots: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// The ledger file.
+    pub fn ledger_path(&self) -> PathBuf {
+        self.inner.dir.join("ledger.sqlite")
+    }
+
+    /// The index file.
+    pub fn index_path(&self) -> PathBuf {
+        self.inner.dir.join("index.sqlite")
+    }
+
+    /// The configuration fingerprint this store builds.
+    pub fn fingerprint(&self) -> &str {
+        &self.inner.fingerprint
+    }
+
+    async fn blocking<T, F>(&self, work: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner) -> Result<T> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || work(&inner))
+            .await
+            .map_err(|e| Error::Unavailable(format!("memory worker failed: {e}")))?
+    }
+
+    /// The read view of a space at the published generation, loaded when the cached one is
+    /// older than `indexed`.
+    fn snapshot(
+        inner: &Inner,
+        space: &str,
+        generation: u64,
+        indexed: &LedgerHead,
+    ) -> Result<Arc<Snapshot>> {
+        if let Some((g, head, snap)) = lock(&inner.snapshots).get(space) {
+            if *g == generation && head == indexed {
+                return Ok(Arc::clone(snap));
+            }
+        }
+        let loaded = inner.index().load_space(generation, space)?;
+        let texts: HashMap<u64, Evidence> = inner
+            .ledger()
+            .read(space, 0, usize::MAX)?
+            .into_iter()
+            .map(|r| (r.evidence.event_id, r.evidence))
+            .collect();
+        let mut texts = texts;
+        let docs = loaded
+            .docs
+            .into_iter()
+            .filter_map(|d| {
+                texts
+                    .remove(&d.event_id)
+                    .map(|e| (e, d.body_len, d.window_len))
+            })
+            .collect();
+        let snap = Arc::new(Snapshot::build(
+            SnapshotParts {
+                docs,
+                postings: loaded.postings,
+                edges: loaded.edges,
+                vectors: loaded.vectors,
+            },
+            &inner.options.retrieval,
+        ));
+        lock(&inner.snapshots).insert(
+            space.to_owned(),
+            (generation, indexed.clone(), Arc::clone(&snap)),
+        );
+        Ok(snap)
+    }
+}
+
+#[async_trait]
+impl MemoryStore for SqliteMemory {
+    #[instrument(skip_all, fields(rows = batch.len()))]
+    async fn append(&self, batch: Vec<NewEvidence>) -> Result<Vec<Appended>> {
+        self.blocking(move |inner| inner.ledger().append(&batch))
+            .await
+    }
+
+    async fn read(&self, space: &str, after_event_id: u64, limit: usize) -> Result<Vec<Evidence>> {
+        let space = space.to_owned();
+        self.blocking(move |inner| {
+            Ok(inner
+                .ledger()
+                .read(&space, after_event_id, limit)?
+                .into_iter()
+                .map(|r| r.evidence)
+                .collect())
+        })
+        .await
+    }
+
+    async fn get(&self, space: &str, event_ids: &[u64]) -> Result<Vec<Evidence>> {
+        let (space, ids) = (space.to_owned(), event_ids.to_vec());
+        self.blocking(move |inner| {
+            Ok(inner
+                .ledger()
+                .get(&space, &ids)?
+                .into_iter()
+                .map(|r| r.evidence)
+                .collect())
+        })
+        .await
+    }
+
+    async fn head(&self, space: &str) -> Result<LedgerHead> {
+        let space = space.to_owned();
+        self.blocking(move |inner| inner.ledger().head(&space))
+            .await
+    }
+
+    async fn spaces(&self) -> Result<Vec<String>> {
+        self.blocking(|inner| inner.ledger().spaces()).await
+    }
+
+    async fn status(&self, space: &str) -> Result<IndexStatus> {
+        let space = space.to_owned();
+        self.blocking(move |inner| build::status(inner, &space))
+            .await
+    }
+
+    #[instrument(skip_all)]
+    async fn sync(&self, limits: BuildLimits) -> Result<SyncReport> {
+        build::sync(self, limits).await
+    }
+
+    #[instrument(skip_all, fields(space = %query.space))]
+    async fn recall(&self, query: &RecallQuery) -> Result<Recall> {
+        if query.space.is_empty() || query.max_items == 0 {
+            return Err(Error::Invalid(
+                "a recall needs a space and max_items > 0".into(),
+            ));
+        }
+        // 1. Alignment check (catches up or rebuilds when needed).
+        let aligned = build::align(self, &query.space).await?;
+        // 2. Query encoding.
+        let dense = match &self.inner.embedder {
+            Some(e) => e
+                .embed(std::slice::from_ref(&query.text))
+                .await?
+                .into_iter()
+                .next(),
+            None => None,
+        };
+        let encoded = retrieve::encode(&query.text, dense);
+        let query = query.clone();
+        self.blocking(move |inner| {
+            let snap = Self::snapshot(inner, &query.space, aligned.generation, &aligned.indexed)?;
+            let o = &inner.options.retrieval;
+            let fulltext = inner.index().fulltext(
+                aligned.generation,
+                &query.space,
+                &encoded.fulltext,
+                f64::from(o.window_weight),
+                o.candidates,
+            )?;
+            let stats = RecallStats {
+                generation: aligned.generation,
+                aligned_rows: aligned.rows,
+                rebuilt: aligned.rebuilt,
+                ..RecallStats::default()
+            };
+            Ok(retrieve::run(&snap, &encoded, &fulltext, o, &query, stats))
+        })
+        .await
+    }
+}

