@@ -5,6 +5,7 @@
 // Test support code outside `#[test]` functions may panic on setup failures.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod acceptance;
 mod cli;
 mod reconnect;
 mod render;

@@ -3,139 +3,13 @@
 //! `send-keys`, the screen comes back with `capture-pane`. Skipped, with a notice, when
 //! tmux is not installed.
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use lumina_testkit::{ScriptedModelServer, Turn};
 use serde_json::json;
 
-use crate::support::{backend_bin, backend_pid, stop_backend};
-
-/// `tmux` on the private server `socket`, in UTF-8 whatever the caller's locale (otherwise
-/// tmux may show the UI's symbols as `_`).
-fn tmux_command(socket: &str) -> Command {
-    let mut command = Command::new("tmux");
-    command.env("LC_ALL", "C.UTF-8").args(["-u", "-L", socket]);
-    command
-}
-
-/// A private tmux server (its own socket) running one pane; killed on drop.
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn available() -> bool {
-        Command::new("tmux")
-            .arg("-V")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    }
-
-    fn start(command: &Path) -> Tmux {
-        let socket = format!("lumina-e2e-{}", std::process::id());
-        let shell = format!("{}; echo EXITED $?; sleep 60", command.display());
-        let status = Command::new("tmux")
-            .args([
-                "-L",
-                &socket,
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-x",
-                "120",
-                "-y",
-                "40",
-            ])
-            .arg(shell)
-            .status()
-            .unwrap();
-        assert!(status.success());
-        Tmux { socket }
-    }
-
-    fn tmux(&self, args: &[&str]) -> String {
-        let out = tmux_command(&self.socket).args(args).output().unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn screen(&self) -> String {
-        self.tmux(&["capture-pane", "-p"])
-    }
-
-    /// Types literal text.
-    fn type_text(&self, text: &str) {
-        self.tmux(&["send-keys", "-l", text]);
-    }
-
-    /// Presses keys by tmux name (`Enter`, `C-c`, `1`).
-    fn press(&self, key: &str) {
-        self.tmux(&["send-keys", key]);
-    }
-
-    /// Polls the screen until `ready` holds; fails with the last screen after `timeout`.
-    async fn wait_for(
-        &self,
-        what: &str,
-        timeout: Duration,
-        ready: impl Fn(&str) -> bool,
-    ) -> String {
-        let deadline = Instant::now() + timeout;
-        loop {
-            let screen = self.screen();
-            if ready(&screen) {
-                return screen;
-            }
-            if Instant::now() > deadline {
-                panic!("timed out waiting for {what}; the screen:\n{screen}");
-            }
-            tokio::time::sleep(Duration::from_millis(40)).await;
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = tmux_command(&self.socket).arg("kill-server").status();
-    }
-}
-
-/// Stops the backend the UI started, whatever happens in the test.
-struct BackendGuard(PathBuf);
-
-impl Drop for BackendGuard {
-    fn drop(&mut self) {
-        stop_backend(&self.0);
-    }
-}
-
-/// A script that runs `lumina` in `project` with a clean environment.
-fn launcher(dir: &Path, project: &Path, app: &Path, model: &ScriptedModelServer) -> PathBuf {
-    let script = dir.join("run-lumina.sh");
-    let vars = [
-        ("PATH", std::env::var("PATH").unwrap_or_default()),
-        ("HOME", dir.display().to_string()),
-        ("LUMINA_HOME", app.display().to_string()),
-        ("LUMINA_BACKEND_BIN", backend_bin().display().to_string()),
-        ("LUMINA_API_KEY", "tui-test-key".into()),
-        ("LUMINA_API_BASE_URL", model.base_url()),
-        ("LUMINA_API_MODEL", "scripted-model".into()),
-        ("LUMINA_API_TYPE", "anthropic".into()),
-    ];
-    let assignments: Vec<String> = vars.iter().map(|(k, v)| format!("{k}='{v}'")).collect();
-    let text = format!(
-        "#!/bin/sh\ncd '{}' || exit 9\nexec env -i TERM=\"$TERM\" {} '{}'\n",
-        project.display(),
-        assignments.join(" "),
-        env!("CARGO_BIN_EXE_lumina"),
-    );
-    std::fs::write(&script, text).unwrap();
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
-    script
-}
+use crate::support::{backend_bin, backend_pid, launcher, BackendGuard, Tmux};
 
 const ANSWER: &str = "I will create the task list now. It gets two entries, one per line, and \
                       then I check that the file reads back as expected before I report.";
@@ -160,8 +34,8 @@ async fn tui_streams_the_answer_and_approves_a_write_in_the_dialog() {
     let project = tmp.path().join("project");
     let app = tmp.path().join("app");
     std::fs::create_dir_all(&project).unwrap();
-    let _backend = BackendGuard(app.clone());
-    let tmux = Tmux::start(&launcher(tmp.path(), &project, &app, &model));
+    let _backend = BackendGuard::new(tmp.path(), &app);
+    let tmux = Tmux::start(&launcher(tmp.path(), &project, &app, &model), 120, 40);
     let long = Duration::from_secs(60);
 
     tmux.wait_for("the welcome screen", long, |s| s.contains("Type a prompt"))
