@@ -34,6 +34,27 @@ pub enum BenchCommand {
         #[arg(long)]
         postgres_url: Option<String>,
     },
+    /// Memory Fabric retrieval on LoCoMo: R@k, recall_any@k, latency, ingestion.
+    Memory {
+        /// Dataset format (only `locomo`).
+        #[arg(long, default_value = "locomo")]
+        dataset: String,
+        /// The conversations (`locomo-*.json`).
+        #[arg(long)]
+        data: PathBuf,
+        /// The question relevance file (`locomo-*.qrels.jsonl`).
+        #[arg(long)]
+        qrels: PathBuf,
+        /// Memory store (`sqlite`; the PostgreSQL memory store is not built yet).
+        #[arg(long, default_value = "sqlite")]
+        store: String,
+        /// Cut-offs, comma-separated.
+        #[arg(long, default_value = "1,5,10,25,50")]
+        k: String,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        output: Option<PathBuf>,
+    },
     /// Journal-append-to-client latency over WebSocket with many concurrent sessions.
     Latency {
         #[arg(long, default_value_t = 100)]
@@ -67,6 +88,36 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             };
             let report = lumina_journal::bench::run(store, events, batch, payload_bytes).await?;
             println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(())
+        }
+        BenchCommand::Memory {
+            dataset,
+            data,
+            qrels,
+            store,
+            k,
+            output,
+        } => {
+            anyhow::ensure!(
+                dataset == "locomo",
+                "unknown dataset `{dataset}` (only `locomo`)"
+            );
+            anyhow::ensure!(
+                store == "sqlite",
+                "--store {store}: only the sqlite memory store exists in this build"
+            );
+            let mut options = lumina_memory::bench::BenchOptions::new(data, qrels);
+            options.ks = k
+                .split(',')
+                .map(|v| v.trim().parse::<usize>())
+                .collect::<Result<_, _>>()
+                .context("--k takes comma-separated numbers, e.g. 1,5,10")?;
+            let report = lumina_memory::bench::bench_locomo(options).await?;
+            println!("{report}");
+            if let Some(path) = output {
+                std::fs::write(&path, serde_json::to_string_pretty(&report)?)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
             Ok(())
         }
         BenchCommand::Latency {
