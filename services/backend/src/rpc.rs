@@ -30,7 +30,7 @@ pub fn scope_for(method: &str) -> Option<&'static str> {
         HELLO => Some(""),
         SESSION_LIST | SESSION_INFO | SESSION_RESUME | SESSION_EVENTS => Some(READ),
         SESSION_CREATE | SESSION_SUBMIT | SESSION_INTERRUPT | SESSION_ARCHIVE
-        | PERMISSION_RESPOND => Some(WRITE),
+        | PERMISSION_RESPOND | GOAL_START | GOAL_PAUSE | GOAL_RESUME | GOAL_CANCEL => Some(WRITE),
         ADMIN_DRAIN | ADMIN_SHUTDOWN => Some(ADMIN),
         _ => None,
     }
@@ -257,6 +257,32 @@ pub async fn execute(
                 .respond_permission(&p.request_id, p.decision, p.reason)
                 .map_err(rt)?;
             ok(Ack { ok: true })
+        }
+        GOAL_START => {
+            let p: GoalStartParams = parse(params)?;
+            if draining {
+                return Err(draining_error());
+            }
+            let session = runtime.session(&p.session_id).await.map_err(rt)?;
+            ok(session.goal_start(p).await.map_err(rt)?)
+        }
+        GOAL_RESUME => {
+            let p: GoalResumeParams = parse(params)?;
+            if draining {
+                return Err(draining_error());
+            }
+            let session = runtime.session(&p.session_id).await.map_err(rt)?;
+            ok(session.goal_resume(p).await.map_err(rt)?)
+        }
+        GOAL_PAUSE | GOAL_CANCEL => {
+            let p: GoalRef = parse(params)?;
+            let session = runtime.session(&p.session_id).await.map_err(rt)?;
+            let result = if method == GOAL_PAUSE {
+                session.goal_pause(p).await
+            } else {
+                session.goal_cancel(p).await
+            };
+            ok(result.map_err(rt)?)
         }
         other => Err(ErrorObject::new(
             ErrorCode::UnknownMethod,

@@ -1,11 +1,11 @@
 //! Typed helpers, one per method of `lumina_protocol::methods`.
 
 use lumina_protocol::methods::{
-    self, HelloParams, HelloResult, PermissionRespondParams, SessionCreateParams,
-    SessionEventsParams, SessionEventsResult, SessionInfo, SessionInfoResult,
-    SessionInterruptParams, SessionInterruptResult, SessionListParams, SessionListResult,
-    SessionRef, SessionResult, SessionResumeParams, SessionResumeResult, SessionSubmitParams,
-    SessionSubmitResult,
+    self, GoalRef, GoalResult, GoalResumeParams, GoalStartParams, HelloParams, HelloResult,
+    PermissionRespondParams, SessionCreateParams, SessionEventsParams, SessionEventsResult,
+    SessionInfo, SessionInfoResult, SessionInterruptParams, SessionInterruptResult,
+    SessionListParams, SessionListResult, SessionRef, SessionResult, SessionResumeParams,
+    SessionResumeResult, SessionSubmitParams, SessionSubmitResult,
 };
 use lumina_protocol::{Decision, PROTOCOL_VERSION};
 use serde_json::Value;
@@ -123,6 +123,35 @@ impl Client {
             reason: reason.map(str::to_string),
         };
         self.call(methods::PERMISSION_RESPOND, params).await
+    }
+
+    /// Starts a goal (goal mode); a retry with the same `idempotency_key` returns it.
+    pub async fn goal_start(&self, params: &GoalStartParams) -> Result<GoalResult> {
+        self.call(methods::GOAL_START, params).await
+    }
+
+    /// Pauses the session's running goal (or `goal_id`); returns once it is paused.
+    pub async fn goal_pause(&self, session_id: &str, goal_id: Option<&str>) -> Result<GoalResult> {
+        self.call(methods::GOAL_PAUSE, goal_ref(session_id, goal_id))
+            .await
+    }
+
+    /// Resumes the session's paused goal (or `goal_id`) in a new run.
+    pub async fn goal_resume(&self, params: &GoalResumeParams) -> Result<GoalResult> {
+        self.call(methods::GOAL_RESUME, params).await
+    }
+
+    /// Cancels the session's unfinished goal (or `goal_id`).
+    pub async fn goal_cancel(&self, session_id: &str, goal_id: Option<&str>) -> Result<GoalResult> {
+        self.call(methods::GOAL_CANCEL, goal_ref(session_id, goal_id))
+            .await
+    }
+}
+
+fn goal_ref(session_id: &str, goal_id: Option<&str>) -> GoalRef {
+    GoalRef {
+        session_id: session_id.to_string(),
+        goal_id: goal_id.map(str::to_string),
     }
 }
 

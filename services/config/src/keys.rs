@@ -56,6 +56,9 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("memory_fabric_store", Kind::Str),
     ("web_search_url", Kind::Str),
     ("hooks", Kind::Hooks),
+    ("subagent_max_parallel", Kind::U32),
+    ("subagent_max_depth", Kind::U32),
+    ("subagent_max_total", Kind::U32),
 ];
 
 /// Keys also read from `LLM_<KEY>`: only the model settings, so that another tool's

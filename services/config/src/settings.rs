@@ -141,6 +141,14 @@ pub struct Settings {
     /// Commands run on session start, prompt submit, before and after tool calls and when a
     /// run stops. Default: none.
     pub hooks: Hooks,
+    /// Sub-agents (`agent` tool) running at once in a session; a call beyond it gets an
+    /// error result. Default: 4.
+    pub subagent_max_parallel: u32,
+    /// Deepest sub-agent: 1 = children of a top-level run only, 2 = grandchildren too.
+    /// Default: 2.
+    pub subagent_max_depth: u32,
+    /// Sub-agents one top-level run (with all its descendants) may start. Default: 8.
+    pub subagent_max_total: u32,
 
     /// Merged keys this build does not know (newer settings, and the memory-model keys
     /// `memory_bge_*`/`memory_reranker_*` that only user settings.json may set). May hold
@@ -195,6 +203,9 @@ impl Default for Settings {
             memory_fabric_store: None,
             web_search_url: None,
             hooks: Hooks::default(),
+            subagent_max_parallel: 4,
+            subagent_max_depth: 2,
+            subagent_max_total: 8,
             extra: Map::new(),
             warnings: Vec::new(),
             settings_file: None,
@@ -242,6 +253,9 @@ impl std::fmt::Debug for Settings {
             .field("memory_fabric_store", &self.memory_fabric_store)
             .field("web_search_url", &self.web_search_url)
             .field("hooks", &self.hooks)
+            .field("subagent_max_parallel", &self.subagent_max_parallel)
+            .field("subagent_max_depth", &self.subagent_max_depth)
+            .field("subagent_max_total", &self.subagent_max_total)
             .field("extra_keys", &extra_keys)
             .field("warnings", &self.warnings)
             .field("settings_file", &self.settings_file)

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::goal::{GoalBudgets, GoalState, GoalUsage};
+
 /// One durable event. On the wire it is an object with a `kind` tag and the kind's fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind")]
@@ -214,6 +216,77 @@ pub enum Event {
         tokens_before: u64,
         tokens_after: u64,
     },
+    /// A sub-agent started (main stream). Its run is journaled on the child stream
+    /// `agent/<child_id>` (`run.started` with `run_id = child_id`, `message.user`, steps…).
+    #[serde(rename = "agent.started")]
+    AgentStarted {
+        /// The run whose `agent` tool call started it (a sub-agent's own run for nested ones).
+        parent_run_id: String,
+        child_id: String,
+        /// The parent's `agent` tool call.
+        call_id: String,
+        /// 1 for a child of a top-level run, 2 for a grandchild, …
+        depth: u32,
+        prompt: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        description: Option<String>,
+        /// The tools offered to the sub-agent.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<String>,
+    },
+    /// A sub-agent ended (main stream); `result` is what its parent's tool call returned.
+    #[serde(rename = "agent.completed")]
+    AgentCompleted {
+        child_id: String,
+        result: String,
+        is_error: bool,
+    },
+    /// A sub-agent stopped without a result: its parent was interrupted, or recovery closed
+    /// it after a crash (main stream; its own stream ends with `run.interrupted`).
+    #[serde(rename = "agent.interrupted")]
+    AgentInterrupted { child_id: String, reason: String },
+
+    /// A goal started (`goal.start`); `run_id` is its first run.
+    #[serde(rename = "goal.started")]
+    GoalStarted {
+        goal_id: String,
+        run_id: String,
+        objective: String,
+        acceptance_criteria: Vec<String>,
+        budgets: GoalBudgets,
+        /// Consecutive turns without progress that end the goal (`failed`, `no-progress`).
+        no_progress_turns: u32,
+    },
+    /// A goal's state or usage changed (with every model answer, on pause, resume, approval
+    /// waits).
+    #[serde(rename = "goal.updated")]
+    GoalUpdated {
+        goal_id: String,
+        state: GoalState,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        usage: GoalUsage,
+        /// The run taking the goal's turns now (set while running).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        run_id: Option<String>,
+    },
+    /// A goal ended: `success`, `budget-exhausted`, `failed` or `cancelled`.
+    #[serde(rename = "goal.completed")]
+    GoalCompleted {
+        goal_id: String,
+        state: GoalState,
+        /// The model's summary (`success`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        summary: Option<String>,
+        /// Why it ended otherwise: the spent budget's key, `no-progress`, an error.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+        /// The model's evidence that the criteria are met (`success`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        evidence: Vec<String>,
+        usage: GoalUsage,
+    },
+
     /// A kind this build does not know (written by a newer server). Readers skip it.
     #[serde(other)]
     Unknown,
@@ -248,6 +321,12 @@ impl Event {
             Event::UsageRecorded { .. } => "usage.recorded",
             Event::Warning { .. } => "warning",
             Event::Checkpoint { .. } => "checkpoint",
+            Event::AgentStarted { .. } => "agent.started",
+            Event::AgentCompleted { .. } => "agent.completed",
+            Event::AgentInterrupted { .. } => "agent.interrupted",
+            Event::GoalStarted { .. } => "goal.started",
+            Event::GoalUpdated { .. } => "goal.updated",
+            Event::GoalCompleted { .. } => "goal.completed",
             Event::Unknown => "unknown",
         }
     }
@@ -295,10 +374,18 @@ impl Event {
             | Event::PermissionRequested { run_id, .. }
             | Event::PermissionResolved { run_id, .. }
             | Event::UsageRecorded { run_id, .. }
-            | Event::Checkpoint { run_id, .. } => Some(run_id),
-            Event::Warning { run_id, .. } | Event::HookCompleted { run_id, .. } => {
-                run_id.as_deref()
-            }
+            | Event::Checkpoint { run_id, .. }
+            | Event::GoalStarted { run_id, .. }
+            | Event::AgentStarted {
+                parent_run_id: run_id,
+                ..
+            } => Some(run_id),
+            Event::Warning { run_id, .. }
+            | Event::HookCompleted { run_id, .. }
+            | Event::GoalUpdated { run_id, .. } => run_id.as_deref(),
+            Event::AgentCompleted { .. }
+            | Event::AgentInterrupted { .. }
+            | Event::GoalCompleted { .. } => None,
             Event::SessionCreated { .. }
             | Event::SessionArchived {}
             | Event::TaskUpdated { .. }
@@ -365,67 +452,4 @@ pub struct TodoItem {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parts_round_trip() {
-        let event = Event::ToolStarted {
-            run_id: "r1".into(),
-            step: 2,
-            call_id: "c1".into(),
-            tool: "shell".into(),
-            arguments: serde_json::json!({"command": "ls"}),
-        };
-        let (kind, payload) = event.to_parts();
-        assert_eq!(kind, "tool.started");
-        assert!(payload.get("kind").is_none());
-        assert_eq!(Event::from_parts(&kind, &payload).unwrap(), event);
-    }
-
-    #[test]
-    fn unknown_kinds_decode_as_unknown() {
-        let event = Event::from_parts("team.spawned", &serde_json::json!({"x": 1})).unwrap();
-        assert_eq!(event, Event::Unknown);
-    }
-
-    #[test]
-    fn extension_events_round_trip_and_old_requests_decode() {
-        for event in [
-            Event::RunQueued {
-                run_id: "r2".into(),
-                idempotency_key: "k".into(),
-                prompt: "next".into(),
-                mode: "followup".into(),
-                headless: false,
-            },
-            Event::MessageSteering {
-                run_id: "r1".into(),
-                text: "left".into(),
-            },
-            Event::HookCompleted {
-                hook: "echo".into(),
-                event: "stop".into(),
-                exit_code: None,
-                output: String::new(),
-                blocked: false,
-                timed_out: true,
-                duration_ms: 5,
-                run_id: Some("r1".into()),
-                call_id: None,
-                tool: None,
-            },
-        ] {
-            let (kind, payload) = event.to_parts();
-            assert_eq!(Event::from_parts(&kind, &payload).unwrap(), event);
-        }
-        let old = serde_json::json!({"run_id": "r", "step": 1, "model": "m", "api_type": "a",
-            "message_count": 2, "context_tokens": 3});
-        let Event::ModelRequested { through_seq, .. } =
-            Event::from_parts("model.requested", &old).unwrap()
-        else {
-            panic!("not a model.requested")
-        };
-        assert_eq!(through_seq, 0);
-    }
-}
+mod tests;

@@ -5,11 +5,13 @@
 pub mod error;
 pub mod event;
 pub mod frame;
+pub mod goal;
 pub mod methods;
 
 pub use error::{ErrorCode, ErrorObject};
 pub use event::{Decision, Event, TodoItem, ToolCallInfo, Usage};
 pub use frame::{ClientFrame, DeltaFrame, EventFrame, ServerFrame};
+pub use goal::{GoalBudgets, GoalState, GoalUsage};
 
 /// The protocol version this crate describes.
 pub const PROTOCOL_VERSION: u32 = 3;
@@ -19,3 +21,8 @@ pub const WS_PATH: &str = "/v1/ws";
 
 /// The stream name of a session's main conversation.
 pub const MAIN_STREAM: &str = "main";
+
+/// The stream of a sub-agent's run in its parent session's journal: `agent/<child_id>`.
+pub fn agent_stream(child_id: &str) -> String {
+    format!("agent/{child_id}")
+}

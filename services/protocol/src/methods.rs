@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{EventFrame, Usage};
+use crate::{EventFrame, GoalBudgets, GoalState, GoalUsage, Usage};
 
 pub const HELLO: &str = "hello";
 pub const SESSION_CREATE: &str = "session.create";
@@ -15,6 +15,10 @@ pub const SESSION_SUBMIT: &str = "session.submit";
 pub const SESSION_INTERRUPT: &str = "session.interrupt";
 pub const SESSION_ARCHIVE: &str = "session.archive";
 pub const PERMISSION_RESPOND: &str = "permission.respond";
+pub const GOAL_START: &str = "goal.start";
+pub const GOAL_PAUSE: &str = "goal.pause";
+pub const GOAL_RESUME: &str = "goal.resume";
+pub const GOAL_CANCEL: &str = "goal.cancel";
 pub const ADMIN_DRAIN: &str = "admin.drain";
 pub const ADMIN_SHUTDOWN: &str = "admin.shutdown";
 
@@ -227,4 +231,76 @@ pub struct PermissionRespondParams {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Ack {
     pub ok: bool,
+}
+
+/// Starts a goal (LightWorker goal mode): a sequence of turns on the session until the model
+/// declares the acceptance criteria met (`goal_complete`), a budget runs out, it stops making
+/// progress, it fails, or it is paused or cancelled. The session must be idle and have no
+/// unfinished (paused) goal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoalStartParams {
+    pub session_id: String,
+    /// Required. A second start with the same key returns the first goal and starts nothing.
+    pub idempotency_key: String,
+    pub objective: String,
+    #[serde(default)]
+    pub acceptance_criteria: Vec<String>,
+    #[serde(default)]
+    pub budgets: GoalBudgets,
+    /// Consecutive turns without progress before the `no-progress` verdict (default 3).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_progress_turns: Option<u32>,
+    /// Setting overrides as in `session.submit` (held in memory, never journaled).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub settings: Value,
+    /// As in `session.submit`: nobody can answer permission requests.
+    #[serde(default)]
+    pub headless: bool,
+}
+
+/// Names a goal of a session; without `goal_id`, the session's unfinished goal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoalRef {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal_id: Option<String>,
+}
+
+/// Resumes a paused goal (a new run continues its turns and budgets).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoalResumeParams {
+    pub session_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub goal_id: Option<String>,
+    /// Setting overrides for the new run (default: those of the start, while this backend
+    /// process lives; the layered settings after a restart).
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub settings: Value,
+}
+
+/// A goal as the journal describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoalSummary {
+    pub goal_id: String,
+    pub state: GoalState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    pub objective: String,
+    pub acceptance_criteria: Vec<String>,
+    pub budgets: GoalBudgets,
+    pub usage: GoalUsage,
+    /// The goal's latest run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+/// Result of every `goal.*` method.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoalResult {
+    pub goal: GoalSummary,
+    /// `goal.start`: false when the key was seen before (the original goal is returned).
+    /// Other methods: whether the call changed anything.
+    pub created: bool,
 }

@@ -197,6 +197,12 @@ fn deliver_steering(messages: &mut Vec<Message>, pending: &mut Vec<(u64, String)
     }
 }
 
+/// Appends a user text block at the end (merged into a last user message, after its tool
+/// results): request-only context such as a goal's briefing.
+pub fn push_user_text(messages: &mut Vec<Message>, text: String) {
+    push(messages, Role::User, ContentBlock::Text { text });
+}
+
 /// Appends a block, merging it into the last message when the role is the same.
 fn push(messages: &mut Vec<Message>, role: Role, block: ContentBlock) {
     if let Some(last) = messages.last_mut() {

@@ -28,6 +28,10 @@ pub enum Error {
     Draining,
     #[error("settings: {0}")]
     Settings(String),
+    #[error("{0}")]
+    GoalNotFound(String),
+    #[error("{0}")]
+    GoalConflict(String),
     #[error("journal: {0}")]
     Journal(lumina_journal::Error),
 }
@@ -47,13 +51,14 @@ impl Error {
     /// The protocol error for this runtime error (the only such mapping).
     pub fn to_error_object(&self) -> ErrorObject {
         let code = match self {
-            Error::SessionNotFound(_) | Error::RunNotFound(_) | Error::PermissionNotPending(_) => {
-                ErrorCode::NotFound
-            }
+            Error::SessionNotFound(_)
+            | Error::RunNotFound(_)
+            | Error::PermissionNotPending(_)
+            | Error::GoalNotFound(_) => ErrorCode::NotFound,
             Error::InvalidParams(_) | Error::BadProjectRoot(_) | Error::Settings(_) => {
                 ErrorCode::InvalidParams
             }
-            Error::Archived(_) | Error::Busy(_) => ErrorCode::Conflict,
+            Error::Archived(_) | Error::Busy(_) | Error::GoalConflict(_) => ErrorCode::Conflict,
             Error::Fenced | Error::OwnedElsewhere { .. } => ErrorCode::Fenced,
             Error::Unavailable(_) => ErrorCode::Unavailable,
             Error::Draining => ErrorCode::Draining,

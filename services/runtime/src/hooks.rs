@@ -144,6 +144,8 @@ impl HookSet {
 /// Where hooks run and what their events are tied to.
 pub struct HookScope<'a> {
     pub journal: &'a SessionJournal,
+    /// The stream `hook.completed` goes to (the run's: `main` or a sub-agent's).
+    pub stream: &'a str,
     pub project_root: &'a Path,
     pub run_id: Option<&'a str>,
     pub call_id: Option<&'a str>,
@@ -216,7 +218,7 @@ pub async fn run_hooks(
                 run_id: scope.run_id.map(str::to_string),
             });
         }
-        scope.journal.append(events).await?;
+        scope.journal.append_to(scope.stream, events).await?;
         if blocked {
             return Ok(HookVerdict::Blocked(ran.reason()));
         }

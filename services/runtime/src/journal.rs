@@ -75,7 +75,18 @@ impl SessionJournal {
 
     /// Appends events to the main stream.
     pub async fn append(&self, events: Vec<Event>) -> Result<Vec<Arc<EventFrame>>> {
-        self.append_batch(events, None).await
+        self.append_batch(MAIN_STREAM, events, None).await
+    }
+
+    /// Appends events to another stream of the session (a sub-agent's `agent/<id>`). The
+    /// global seq stays contiguous across streams; the projection and subscribers see the
+    /// events like any other.
+    pub async fn append_to(
+        &self,
+        stream: &str,
+        events: Vec<Event>,
+    ) -> Result<Vec<Arc<EventFrame>>> {
+        self.append_batch(stream, events, None).await
     }
 
     /// Appends events and records an idempotent command result in the same transaction.
@@ -84,11 +95,12 @@ impl SessionJournal {
         events: Vec<Event>,
         command: CommandRecord,
     ) -> Result<Vec<Arc<EventFrame>>> {
-        self.append_batch(events, Some(command)).await
+        self.append_batch(MAIN_STREAM, events, Some(command)).await
     }
 
     async fn append_batch(
         &self,
+        stream: &str,
         events: Vec<Event>,
         command: Option<CommandRecord>,
     ) -> Result<Vec<Arc<EventFrame>>> {
@@ -107,7 +119,7 @@ impl SessionJournal {
             )
         });
         let batch = AppendBatch {
-            stream: MAIN_STREAM.to_string(),
+            stream: stream.to_string(),
             expected: ExpectedVersion::Any,
             events: events
                 .iter()
@@ -155,6 +167,25 @@ impl SessionJournal {
     pub async fn with_projection<R>(&self, f: impl FnOnce(&Projection) -> R) -> R {
         let projection = self.projection.lock().await;
         f(&projection)
+    }
+
+    /// Every durable event of one stream, in order.
+    pub async fn read_stream(&self, stream: &str) -> Result<Vec<EventFrame>> {
+        let mut frames = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = self
+                .store
+                .read_stream(&self.key, stream, after, 1000)
+                .await?;
+            let Some(last) = page.last() else { break };
+            after = last.stream_seq;
+            frames.extend(
+                page.iter()
+                    .filter_map(|s| to_frame(&self.key.session_id, s)),
+            );
+        }
+        Ok(frames)
     }
 
     /// Durable events after `after_seq`, at most `limit`.

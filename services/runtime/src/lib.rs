@@ -1,9 +1,10 @@
 //! The agent runtime: sessions over a durable journal, the agent loop, context compilation
-//! and compaction, permissions, and crash recovery. Transport-free: the backend's WebSocket
+//! and compaction, permissions, sub-agents (`agent` tool), goal mode, and crash recovery. Transport-free: the backend's WebSocket
 //! server, the CLI and tests all drive it through [`Runtime`] and [`Session`].
 
 pub mod context;
 mod error;
+pub mod goal;
 pub mod hooks;
 pub mod journal;
 pub mod projection;
@@ -12,6 +13,7 @@ pub mod recovery;
 mod run;
 pub mod session;
 pub mod settings;
+mod subagent;
 mod tool_call;
 
 use std::collections::HashMap;
@@ -201,6 +203,7 @@ impl Runtime {
         let (set, _) = hooks::HookSet::from_settings(&settings.hooks);
         let scope = hooks::HookScope {
             journal: session.journal(),
+            stream: lumina_protocol::MAIN_STREAM,
             project_root: session.project_root(),
             run_id: None,
             call_id: None,

@@ -1,11 +1,17 @@
 //! Rebuildable projections of a session journal: status, last run, usage totals, task list,
-//! session-scoped approvals and what recovery must close. One reducer, fed every event in seq
-//! order, both when a session is opened (replay) and as events are appended (live).
+//! session-scoped approvals, goals, and what recovery must close. One reducer, fed every
+//! event in seq order, both when a session is opened (replay) and as events are appended
+//! (live).
+//!
+//! Sub-agent runs live on child streams (`agent/<id>`): their runs, steps, tools and
+//! permission requests are tracked as open work (so recovery closes them on their stream)
+//! and their usage counts, but they are not the session's runs (`runs`, `last_run`), title,
+//! task list or steering.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use lumina_protocol::methods::{RunSummary, SessionInfo};
-use lumina_protocol::{Decision, Event, EventFrame, TodoItem, Usage};
+use lumina_protocol::{Decision, Event, EventFrame, TodoItem, Usage, MAIN_STREAM};
 use serde::{Deserialize, Serialize};
 
 /// What the summary row (and `meta.json`) holds.
@@ -22,6 +28,8 @@ pub struct Summary {
 /// A run that started (or was queued) and has not ended.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct OpenRun {
+    /// The stream its events go to (`main`, or a sub-agent's `agent/<id>`).
+    pub stream: String,
     pub open_steps: Vec<u32>,
     /// call_id → tool name.
     pub open_tools: BTreeMap<String, String>,
@@ -57,6 +65,10 @@ pub struct Projection {
     pub undelivered_steering: BTreeSet<u64>,
     /// (tool, args_hash) pairs approved for the session.
     pub session_grants: HashSet<(String, String)>,
+    /// Sub-agents started and not ended: child_id → depth.
+    pub open_agents: BTreeMap<String, u32>,
+    /// Every goal of the session, in start order.
+    pub goals: Vec<crate::goal::GoalRecord>,
     /// request_id → (tool, args_hash), to bind `allow_session` decisions.
     requested: HashMap<String, (String, String)>,
 }
@@ -67,6 +79,7 @@ impl Projection {
             return;
         }
         self.head_seq = frame.seq;
+        let main = frame.stream == MAIN_STREAM;
         match &frame.event {
             Event::SessionCreated { title, .. } => self.title = title.clone(),
             Event::SessionArchived {} => self.archived = true,
@@ -98,6 +111,8 @@ impl Projection {
             Event::MessageSteering { .. } => {
                 self.undelivered_steering.insert(frame.seq);
             }
+            // A sub-agent's context is its own stream: it delivers no steering.
+            Event::ModelRequested { .. } if !main => {}
             Event::ModelRequested { through_seq, .. } => {
                 if *through_seq == 0 {
                     self.undelivered_steering.clear();
@@ -106,12 +121,19 @@ impl Projection {
                 }
             }
             Event::RunStarted { run_id, .. } => {
-                self.queued.retain(|q| q.run_id != *run_id);
-                self.set_run(run_id, "running", None, None);
-                self.open_runs.entry(run_id.clone()).or_default();
+                if main {
+                    self.queued.retain(|q| q.run_id != *run_id);
+                    self.set_run(run_id, "running", None, None);
+                }
+                self.open_runs
+                    .entry(run_id.clone())
+                    .or_insert_with(|| OpenRun {
+                        stream: frame.stream.clone(),
+                        ..OpenRun::default()
+                    });
             }
             Event::MessageUser { text, .. } => {
-                if self.title.is_empty() {
+                if main && self.title.is_empty() {
                     self.title = title_from_prompt(text);
                 }
             }
@@ -175,10 +197,16 @@ impl Projection {
                     run.open_permissions.remove(request_id);
                 }
             }
-            Event::TaskUpdated { todos } => self.todos = todos.clone(),
+            Event::TaskUpdated { todos } => {
+                if main {
+                    self.todos = todos.clone();
+                }
+            }
             Event::UsageRecorded { usage, .. } => self.usage.add(usage),
             Event::RunCompleted { run_id, result, .. } => {
-                self.set_run(run_id, "completed", Some(result.clone()), None);
+                if main {
+                    self.set_run(run_id, "completed", Some(result.clone()), None);
+                }
                 self.open_runs.remove(run_id);
             }
             Event::RunFailed {
@@ -186,14 +214,29 @@ impl Projection {
                 code,
                 message,
             } => {
-                self.set_run(run_id, "failed", None, Some(format!("{code}: {message}")));
+                if main {
+                    self.set_run(run_id, "failed", None, Some(format!("{code}: {message}")));
+                }
                 self.open_runs.remove(run_id);
             }
             Event::RunInterrupted { run_id, reason } => {
-                // A queued run cancelled before it started ends here too.
-                self.queued.retain(|q| q.run_id != *run_id);
-                self.set_run(run_id, "interrupted", None, Some(reason.clone()));
+                if main {
+                    // A queued run cancelled before it started ends here too.
+                    self.queued.retain(|q| q.run_id != *run_id);
+                    self.set_run(run_id, "interrupted", None, Some(reason.clone()));
+                }
                 self.open_runs.remove(run_id);
+            }
+            Event::AgentStarted {
+                child_id, depth, ..
+            } => {
+                self.open_agents.insert(child_id.clone(), *depth);
+            }
+            Event::AgentCompleted { child_id, .. } | Event::AgentInterrupted { child_id, .. } => {
+                self.open_agents.remove(child_id);
+            }
+            Event::GoalStarted { .. } | Event::GoalUpdated { .. } | Event::GoalCompleted { .. } => {
+                crate::goal::apply(&mut self.goals, &frame.event)
             }
             Event::MessageAssistant { .. }
             | Event::ModelResponded { .. }
@@ -244,6 +287,22 @@ impl Projection {
                 .and_then(|id| self.runs.get(id).cloned()),
             usage: self.usage,
             todos: self.todos.clone(),
+        }
+    }
+
+    /// The goal that has not ended (running, awaiting approval or paused), if any.
+    pub fn unfinished_goal(&self) -> Option<&crate::goal::GoalRecord> {
+        self.goals
+            .iter()
+            .rev()
+            .find(|g| !g.summary.state.is_terminal())
+    }
+
+    /// A goal by id, or the unfinished one.
+    pub fn goal(&self, goal_id: Option<&str>) -> Option<&crate::goal::GoalRecord> {
+        match goal_id {
+            Some(id) => self.goals.iter().find(|g| g.summary.goal_id == id),
+            None => self.unfinished_goal(),
         }
     }
 

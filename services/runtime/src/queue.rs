@@ -218,14 +218,14 @@ impl Session {
             run_id: queued.run_id.clone(),
             cancel: cancel.clone(),
         });
-        Ok(Some(RunContext {
-            session: self.clone(),
-            run_id: queued.run_id,
-            prompt: queued.prompt,
+        Ok(Some(RunContext::top_level(
+            self.clone(),
+            queued.run_id,
+            queued.prompt,
             settings,
-            headless: queued.headless,
+            queued.headless,
             cancel,
-        }))
+        )))
     }
 }
 

@@ -1,51 +1,105 @@
 //! Crash recovery: when a session is opened, every run, step, tool call and permission request
-//! that began and never ended gets an explicit closing event, innermost first.
+//! that began and never ended gets an explicit closing event, innermost first; sub-agents
+//! first (on their own streams, then `agent.interrupted` on the main stream, deepest
+//! first), then the top-level runs; a goal that was running becomes `paused` (resumable).
 
-use lumina_protocol::{Decision, Event};
+use lumina_protocol::{Decision, Event, GoalState, MAIN_STREAM};
 
 use crate::journal::SessionJournal;
+use crate::projection::OpenRun;
 use crate::Result;
 
 const REASON: &str = "the backend stopped before it ended";
 
 /// Appends the closing events for everything left open. Returns how many runs were closed.
 pub async fn close_open_work(journal: &SessionJournal) -> Result<usize> {
-    let open = journal.with_projection(|p| p.open_runs.clone()).await;
-    if open.is_empty() {
+    let (open, mut agents, goals) = journal
+        .with_projection(|p| {
+            let goals: Vec<_> = p
+                .goals
+                .iter()
+                .filter(|g| {
+                    matches!(
+                        g.summary.state,
+                        GoalState::Running | GoalState::AwaitingApproval
+                    )
+                })
+                .map(|g| (g.summary.goal_id.clone(), g.summary.usage))
+                .collect();
+            let agents: Vec<(String, u32)> = p
+                .open_agents
+                .iter()
+                .map(|(id, d)| (id.clone(), *d))
+                .collect();
+            (p.open_runs.clone(), agents, goals)
+        })
+        .await;
+    if open.is_empty() && agents.is_empty() && goals.is_empty() {
         return Ok(0);
     }
+    // Children first, each on its own stream (one atomic batch per stream).
+    for (run_id, run) in open.iter().filter(|(_, r)| r.stream != MAIN_STREAM) {
+        journal
+            .append_to(&run.stream, close_run(run_id, run))
+            .await?;
+    }
     let mut events = Vec::new();
-    for (run_id, run) in &open {
-        for request_id in run.open_permissions.keys() {
-            events.push(Event::PermissionResolved {
-                run_id: run_id.clone(),
-                request_id: request_id.clone(),
-                decision: Decision::Deny,
-                by: "recovery".into(),
-                reason: Some(REASON.into()),
-            });
-        }
-        for (call_id, tool) in &run.open_tools {
-            events.push(Event::ToolInterrupted {
-                run_id: run_id.clone(),
-                call_id: call_id.clone(),
-                tool: tool.clone(),
-                reason: REASON.into(),
-            });
-        }
-        for step in &run.open_steps {
-            events.push(Event::StepInterrupted {
-                run_id: run_id.clone(),
-                step: *step,
-                reason: REASON.into(),
-            });
-        }
-        events.push(Event::RunInterrupted {
-            run_id: run_id.clone(),
+    agents.sort_by_key(|a| std::cmp::Reverse(a.1));
+    for (child_id, _) in agents {
+        events.push(Event::AgentInterrupted {
+            child_id,
             reason: REASON.into(),
         });
     }
-    journal.append(events).await?;
+    for (run_id, run) in open.iter().filter(|(_, r)| r.stream == MAIN_STREAM) {
+        events.extend(close_run(run_id, run));
+    }
+    for (goal_id, usage) in goals {
+        events.push(Event::GoalUpdated {
+            goal_id,
+            state: GoalState::Paused,
+            reason: Some(format!("{REASON}; goal.resume continues it")),
+            usage,
+            run_id: None,
+        });
+    }
+    if !events.is_empty() {
+        journal.append(events).await?;
+    }
     tracing::info!(session_id = %journal.session_id(), runs = open.len(), "closed interrupted work");
     Ok(open.len())
+}
+
+/// The closing events of one open run, innermost first.
+fn close_run(run_id: &str, run: &OpenRun) -> Vec<Event> {
+    let mut events = Vec::new();
+    for request_id in run.open_permissions.keys() {
+        events.push(Event::PermissionResolved {
+            run_id: run_id.to_string(),
+            request_id: request_id.clone(),
+            decision: Decision::Deny,
+            by: "recovery".into(),
+            reason: Some(REASON.into()),
+        });
+    }
+    for (call_id, tool) in &run.open_tools {
+        events.push(Event::ToolInterrupted {
+            run_id: run_id.to_string(),
+            call_id: call_id.clone(),
+            tool: tool.clone(),
+            reason: REASON.into(),
+        });
+    }
+    for step in &run.open_steps {
+        events.push(Event::StepInterrupted {
+            run_id: run_id.to_string(),
+            step: *step,
+            reason: REASON.into(),
+        });
+    }
+    events.push(Event::RunInterrupted {
+        run_id: run_id.to_string(),
+        reason: REASON.into(),
+    });
+    events
 }

@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
 
 use lumina_journal::CommandRecord;
@@ -22,6 +22,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::{broadcast, mpsc, oneshot, Mutex};
 use tokio_util::sync::CancellationToken;
 
+use crate::goal::{GoalControl, GoalRequest};
 use crate::journal::{Outbound, SessionJournal};
 use crate::run::{self, RunContext};
 use crate::settings::{sanitize_overrides, RunSettings};
@@ -44,6 +45,11 @@ pub(crate) struct State {
     /// Setting overrides of follow-ups queued here, by run id. Never journaled (they may
     /// hold keys): a follow-up started after a restart uses the layered settings.
     pub(crate) queued_overrides: HashMap<String, Map<String, Value>>,
+    /// The goal whose run is active, and what `goal.pause`/`goal.cancel` asked of it.
+    pub(crate) goal: Option<GoalControl>,
+    /// Setting overrides of goals, by goal id, for `goal.resume` (memory only, like
+    /// `queued_overrides`).
+    pub(crate) goal_overrides: HashMap<String, Map<String, Value>>,
 }
 
 /// Project guidance compiled into the model context.
@@ -62,6 +68,8 @@ pub struct Session {
     /// Set when a write was refused for an older fence or the session was evicted: this
     /// instance must not write it again.
     fenced: AtomicBool,
+    /// Sub-agents running now (the `subagent_max_parallel` limit).
+    agents_live: AtomicU32,
 }
 
 impl Session {
@@ -73,6 +81,7 @@ impl Session {
             state: StdMutex::new(State::default()),
             dispatch: Mutex::new(()),
             fenced: AtomicBool::new(false),
+            agents_live: AtomicU32::new(0),
         }
     }
 
@@ -82,6 +91,10 @@ impl Session {
 
     pub(crate) fn mark_fenced(&self) {
         self.fenced.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn agents_live(&self) -> &AtomicU32 {
+        &self.agents_live
     }
 
     pub fn journal(&self) -> &Arc<SessionJournal> {
@@ -258,14 +271,14 @@ impl Session {
             run_id: run_id.clone(),
             cancel: cancel.clone(),
         });
-        self.spawn_runs(RunContext {
-            session: self.clone(),
-            run_id: run_id.clone(),
-            prompt: params.prompt.clone(),
+        self.spawn_runs(RunContext::top_level(
+            self.clone(),
+            run_id.clone(),
+            params.prompt.clone(),
             settings,
-            headless: params.headless,
+            params.headless,
             cancel,
-        });
+        ));
         Ok(SessionSubmitResult {
             run_id: run_id.clone(),
             created: true,
@@ -342,6 +355,16 @@ impl Session {
 
     pub fn is_running(&self) -> bool {
         self.lock().active.is_some()
+    }
+
+    /// The active top-level run.
+    pub(crate) fn active_run_id(&self) -> Option<String> {
+        self.lock().active.as_ref().map(|a| a.run_id.clone())
+    }
+
+    /// Forgets the active goal and returns what `goal.pause`/`goal.cancel` asked of it.
+    pub(crate) fn take_goal_request(&self) -> Option<GoalRequest> {
+        self.lock().goal.take().and_then(|g| g.request)
     }
 
     /// Forgets the active run `run_id` (it ended without a successor).

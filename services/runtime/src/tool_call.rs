@@ -1,17 +1,66 @@
 //! One tool call of a run: `pre_tool_use` hooks, the permission engine (asking the user
 //! when needed), the tool itself, its result, then `post_tool_use` hooks (after
-//! `tool.completed`, only for calls that ran), and the journal events for each.
+//! `tool.completed`, only for calls that ran), and the journal events for each — on the
+//! run's stream.
+//!
+//! Besides the registry's tools a run may offer two the runtime runs itself: `agent`
+//! (a sub-agent, `crate::subagent`) and, in goal runs, `goal_complete` (`crate::goal`).
+//! Both go through hooks and the permission engine like any tool (read-only: deny rules
+//! apply, nobody is asked).
+
+use std::sync::Arc;
 
 use lumina_model::ToolCall;
-use lumina_protocol::{Decision, Event, TodoItem};
+use lumina_protocol::{Decision, Event, GoalState, TodoItem};
 use lumina_tools::permission::{args_hash, PermissionEngine, PermissionMode, Verdict};
-use lumina_tools::{ToolContext, ToolOutput};
+use lumina_tools::{Tool, ToolContext, ToolDescriptor, ToolOutput};
 use serde_json::{json, Value};
 
+use crate::goal::{goal_complete_descriptor, GOAL_COMPLETE_TOOL};
 use crate::hooks::{run_hooks, HookEvent, HookScope, HookVerdict};
 use crate::run::RunContext;
 use crate::settings::RunSettings;
+use crate::subagent::{self, Slot, AGENT_TOOL};
 use crate::Result;
+
+/// What was decided about a call before it started.
+pub(crate) enum Precheck {
+    None,
+    /// An `agent` call's sub-agent slot, or the limit that refused it.
+    Agent(std::result::Result<Slot, String>),
+    /// The call must not run (e.g. the goal's tool-call budget is spent).
+    Refused(String),
+}
+
+/// A tool a run can call.
+enum Callable {
+    Tool(Arc<dyn Tool>),
+    Agent,
+    GoalComplete,
+}
+
+impl Callable {
+    fn resolve(ctx: &RunContext, name: &str) -> Option<Self> {
+        if name == GOAL_COMPLETE_TOOL && ctx.goal_turns().is_some() {
+            return Some(Callable::GoalComplete);
+        }
+        if !ctx.agent.allows(name) {
+            return None;
+        }
+        if name == AGENT_TOOL {
+            return Some(Callable::Agent);
+        }
+        ctx.session.tools().get(name).map(Callable::Tool)
+    }
+
+    fn descriptor(&self) -> ToolDescriptor {
+        match self {
+            Callable::Tool(tool) => tool.descriptor(),
+            Callable::Agent => subagent::descriptor(),
+            Callable::GoalComplete => goal_complete_descriptor(),
+        }
+    }
+}
 
 /// Runs one tool call through permissions. Returns true when the user interrupted it.
 pub(crate) async fn run_tool(
@@ -19,21 +68,21 @@ pub(crate) async fn run_tool(
     settings: &RunSettings,
     step: u32,
     call: &ToolCall,
+    precheck: Precheck,
 ) -> Result<bool> {
     let journal = ctx.session.journal();
     let arguments = match &call.arguments {
         Ok(v) => v.clone(),
         Err(raw) => Value::String(raw.clone()),
     };
-    journal
-        .append(vec![Event::ToolStarted {
-            run_id: ctx.run_id.clone(),
-            step,
-            call_id: call.id.clone(),
-            tool: call.name.clone(),
-            arguments: arguments.clone(),
-        }])
-        .await?;
+    ctx.append(vec![Event::ToolStarted {
+        run_id: ctx.run_id.clone(),
+        step,
+        call_id: call.id.clone(),
+        tool: call.name.clone(),
+        arguments: arguments.clone(),
+    }])
+    .await?;
     let tool_ctx = ToolContext {
         project_root: ctx.session.project_root().to_path_buf(),
         results_dir: ctx.session.results_dir(),
@@ -47,6 +96,7 @@ pub(crate) async fn run_tool(
     };
     let scope = HookScope {
         journal,
+        stream: &ctx.stream,
         project_root: ctx.session.project_root(),
         run_id: Some(&ctx.run_id),
         call_id: Some(&call.id),
@@ -55,13 +105,17 @@ pub(crate) async fn run_tool(
     };
     // The arguments of a call that actually ran, for `post_tool_use`.
     let mut ran: Option<&Value> = None;
-    let output = match (&call.arguments, ctx.session.tools().get(&call.name)) {
+    let (slot, refused) = match precheck {
+        Precheck::None => (None, None),
+        Precheck::Agent(Ok(slot)) => (Some(slot), None),
+        Precheck::Agent(Err(limit)) | Precheck::Refused(limit) => (None, Some(limit)),
+    };
+    let output = match (&call.arguments, Callable::resolve(ctx, &call.name)) {
+        _ if refused.is_some() => ToolOutput::error(refused.unwrap_or_default()),
         (_, None) => ToolOutput::error(format!(
             "unknown tool `{}`; available tools: {}",
             call.name,
-            ctx.session
-                .tools()
-                .descriptors()
+            subagent::offered_tools(ctx, settings)
                 .iter()
                 .map(|d| d.name.clone())
                 .collect::<Vec<_>>()
@@ -84,15 +138,30 @@ pub(crate) async fn run_tool(
                 // Interrupted while a hook ran: do not ask or run anything more.
                 HookVerdict::Continue if ctx.cancel.is_cancelled() => Authorization::Interrupted,
                 HookVerdict::Continue => {
-                    authorize(ctx, settings, &tool_ctx, tool.as_ref(), call, args).await?
+                    authorize(ctx, settings, &tool_ctx, &tool, call, args).await?
                 }
             };
             match authorization {
                 Authorization::Allowed => {
                     ran = Some(args);
-                    tokio::select! {
-                        out = tool.call(&tool_ctx, args.clone()) => out,
-                        _ = ctx.cancel.cancelled() => ToolOutput::error("interrupted"),
+                    match &tool {
+                        Callable::Tool(tool) => tokio::select! {
+                            out = tool.call(&tool_ctx, args.clone()) => out,
+                            _ = ctx.cancel.cancelled() => ToolOutput::error("interrupted"),
+                        },
+                        // A sub-agent stops on the run's cancellation by itself and
+                        // journals its end first.
+                        Callable::Agent => match slot {
+                            Some(slot) => {
+                                subagent::run_child(ctx, settings, &call.id, args, slot).await?
+                            }
+                            None => ToolOutput::error("no sub-agent slot was reserved"),
+                        },
+                        Callable::GoalComplete => match ctx.goal_turns().map(|g| g.complete(args)) {
+                            Some(Ok(reply)) => ToolOutput::ok(reply),
+                            Some(Err(problem)) => ToolOutput::error(problem),
+                            None => ToolOutput::error("this run works on no goal"),
+                        },
                     }
                 }
                 Authorization::Blocked(reason) => {
@@ -106,14 +175,13 @@ pub(crate) async fn run_tool(
         }
     };
     if ctx.cancel.is_cancelled() {
-        journal
-            .append(vec![Event::ToolInterrupted {
-                run_id: ctx.run_id.clone(),
-                call_id: call.id.clone(),
-                tool: call.name.clone(),
-                reason: "interrupted by the user".into(),
-            }])
-            .await?;
+        ctx.append(vec![Event::ToolInterrupted {
+            run_id: ctx.run_id.clone(),
+            call_id: call.id.clone(),
+            tool: call.name.clone(),
+            reason: "interrupted by the user".into(),
+        }])
+        .await?;
         return Ok(true);
     }
     let mut events = vec![Event::ToolCompleted {
@@ -131,7 +199,7 @@ pub(crate) async fn run_tool(
             }
         }
     }
-    journal.append(events).await?;
+    ctx.append(events).await?;
     if let Some(args) = ran {
         let payload = json!({
             "arguments": args,
@@ -155,7 +223,7 @@ async fn authorize(
     ctx: &RunContext,
     settings: &RunSettings,
     tool_ctx: &ToolContext,
-    tool: &dyn lumina_tools::Tool,
+    tool: &Callable,
     call: &ToolCall,
     args: &Value,
 ) -> Result<Authorization> {
@@ -181,64 +249,56 @@ async fn authorize(
             let always_safe =
                 lumina_tools::permission::ALWAYS_SAFE_TOOLS.contains(&descriptor.name.as_str());
             if !descriptor.read_only && !always_safe {
-                journal
-                    .append(vec![resolved(
-                        Decision::AllowOnce,
-                        by,
-                        None,
-                        call.id.clone(),
-                    )])
-                    .await?;
+                ctx.append(vec![resolved(
+                    Decision::AllowOnce,
+                    by,
+                    None,
+                    call.id.clone(),
+                )])
+                .await?;
             }
             Ok(Authorization::Allowed)
         }
         Verdict::Deny { by, reason } => {
-            journal
-                .append(vec![resolved(
-                    Decision::Deny,
-                    by,
-                    Some(reason.clone()),
-                    call.id.clone(),
-                )])
-                .await?;
+            ctx.append(vec![resolved(
+                Decision::Deny,
+                by,
+                Some(reason.clone()),
+                call.id.clone(),
+            )])
+            .await?;
             Ok(Authorization::Denied(reason))
         }
         Verdict::Ask => {
             let request_id = uuid::Uuid::new_v4().to_string();
-            let preview = tool.preview(tool_ctx, args).await;
+            let preview = match tool {
+                Callable::Tool(tool) => tool.preview(tool_ctx, args).await,
+                _ => None,
+            };
+            let requested = Event::PermissionRequested {
+                run_id: ctx.run_id.clone(),
+                request_id: request_id.clone(),
+                call_id: call.id.clone(),
+                tool: call.name.clone(),
+                arguments: args.clone(),
+                args_hash: hash,
+                preview,
+            };
             if ctx.headless {
                 let reason = format!(
                     "`{}` needs approval and nobody can answer in headless mode; allow it with --permission-mode or a permissions.allow rule",
                     call.name
                 );
-                journal
-                    .append(vec![
-                        Event::PermissionRequested {
-                            run_id: ctx.run_id.clone(),
-                            request_id: request_id.clone(),
-                            call_id: call.id.clone(),
-                            tool: call.name.clone(),
-                            arguments: args.clone(),
-                            args_hash: hash,
-                            preview,
-                        },
-                        resolved(Decision::Deny, "headless", Some(reason.clone()), request_id),
-                    ])
-                    .await?;
+                ctx.append(vec![
+                    requested,
+                    resolved(Decision::Deny, "headless", Some(reason.clone()), request_id),
+                ])
+                .await?;
                 return Ok(Authorization::Denied(reason));
             }
             let answer = ctx.session.register_permission(&request_id);
-            journal
-                .append(vec![Event::PermissionRequested {
-                    run_id: ctx.run_id.clone(),
-                    request_id: request_id.clone(),
-                    call_id: call.id.clone(),
-                    tool: call.name.clone(),
-                    arguments: args.clone(),
-                    args_hash: hash,
-                    preview,
-                }])
-                .await?;
+            ctx.append(vec![requested]).await?;
+            goal_waits(ctx, true).await?;
             let answer = tokio::select! {
                 a = answer => a.ok(),
                 _ = ctx.cancel.cancelled() => None,
@@ -246,20 +306,19 @@ async fn authorize(
             ctx.session.forget_permission(&request_id);
             match answer {
                 None => {
-                    journal
-                        .append(vec![resolved(
-                            Decision::Deny,
-                            "interrupt",
-                            Some("the run was interrupted".into()),
-                            request_id,
-                        )])
-                        .await?;
+                    ctx.append(vec![resolved(
+                        Decision::Deny,
+                        "interrupt",
+                        Some("the run was interrupted".into()),
+                        request_id,
+                    )])
+                    .await?;
                     Ok(Authorization::Interrupted)
                 }
                 Some((decision, reason)) => {
-                    journal
-                        .append(vec![resolved(decision, "user", reason.clone(), request_id)])
+                    ctx.append(vec![resolved(decision, "user", reason.clone(), request_id)])
                         .await?;
+                    goal_waits(ctx, false).await?;
                     if decision == Decision::Deny {
                         Ok(Authorization::Denied(
                             reason.unwrap_or_else(|| "the user denied this call".into()),
@@ -271,4 +330,27 @@ async fn authorize(
             }
         }
     }
+}
+
+/// In a goal (also in its sub-agents), a pending permission request makes the goal
+/// `awaiting-approval` until it is answered.
+async fn goal_waits(ctx: &RunContext, waiting: bool) -> Result<()> {
+    let Some(goal) = &ctx.goal else {
+        return Ok(());
+    };
+    let state = if waiting {
+        GoalState::AwaitingApproval
+    } else {
+        GoalState::Running
+    };
+    let reason = waiting.then(|| "a tool call waits for permission.respond".to_string());
+    let root_run = ctx
+        .session
+        .active_run_id()
+        .unwrap_or_else(|| ctx.run_id.clone());
+    ctx.session
+        .journal()
+        .append(vec![goal.updated(state, reason, &root_run)])
+        .await?;
+    Ok(())
 }

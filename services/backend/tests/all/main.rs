@@ -11,6 +11,8 @@ mod cluster;
 mod crash;
 mod delivery;
 mod extensions;
+mod goal;
 mod guidance;
 mod permissions;
+mod subagents;
 mod support;

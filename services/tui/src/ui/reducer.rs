@@ -3,7 +3,7 @@
 //! `SessionView`), so this code never deduplicates by seq; it only has to cope with
 //! replays of whole sessions and with deltas that a reconnect cut short.
 
-use lumina_client::protocol::{DeltaFrame, Event, EventFrame, MAIN_STREAM};
+use lumina_client::protocol::{DeltaFrame, Event, EventFrame, GoalState, MAIN_STREAM};
 use serde_json::Value;
 
 use super::app::{
@@ -334,6 +334,61 @@ impl App {
             } => {
                 self.transcript.push(EntryKind::Dim(format!(
                     "context compacted: {tokens_before} → {tokens_after} tokens"
+                )));
+            }
+            // Sub-agents: their own runs arrive on `agent/<child_id>` streams (dim lines, see
+            // `apply_side_stream`); the main stream says when one starts and ends.
+            Event::AgentStarted {
+                prompt,
+                description,
+                ..
+            } => {
+                let task = description.as_deref().unwrap_or(prompt);
+                self.transcript.push(EntryKind::Dim(format!(
+                    "sub-agent started: {}",
+                    first_line(task)
+                )));
+            }
+            Event::AgentCompleted {
+                result, is_error, ..
+            } => {
+                let verb = if *is_error { "failed" } else { "finished" };
+                self.transcript.push(EntryKind::Dim(format!(
+                    "sub-agent {verb}: {}",
+                    first_line(result)
+                )));
+            }
+            Event::AgentInterrupted { reason, .. } => {
+                self.transcript
+                    .push(EntryKind::Dim(format!("sub-agent interrupted: {reason}")));
+            }
+            Event::GoalStarted { objective, .. } => {
+                self.transcript
+                    .push(EntryKind::Dim(format!("goal: {}", first_line(objective))));
+            }
+            // Progress after every turn is too chatty for the transcript; state changes show.
+            Event::GoalUpdated {
+                state: GoalState::Running,
+                ..
+            } => {}
+            Event::GoalUpdated { state, reason, .. } => {
+                let why = reason
+                    .as_deref()
+                    .map(|r| format!(" ({r})"))
+                    .unwrap_or_default();
+                self.transcript
+                    .push(EntryKind::Dim(format!("goal {state}{why}")));
+            }
+            Event::GoalCompleted {
+                state,
+                summary,
+                reason,
+                ..
+            } => {
+                let detail = summary.as_deref().or(reason.as_deref()).unwrap_or("");
+                self.transcript.push(EntryKind::Dim(format!(
+                    "goal {state}: {}",
+                    first_line(detail)
                 )));
             }
             Event::Unknown => {

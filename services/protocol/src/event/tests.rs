@@ -1,0 +1,108 @@
+//! Round trips of stored events, old payloads and unknown kinds.
+
+use super::*;
+
+#[test]
+fn parts_round_trip() {
+    let event = Event::ToolStarted {
+        run_id: "r1".into(),
+        step: 2,
+        call_id: "c1".into(),
+        tool: "shell".into(),
+        arguments: serde_json::json!({"command": "ls"}),
+    };
+    let (kind, payload) = event.to_parts();
+    assert_eq!(kind, "tool.started");
+    assert!(payload.get("kind").is_none());
+    assert_eq!(Event::from_parts(&kind, &payload).unwrap(), event);
+}
+
+#[test]
+fn unknown_kinds_decode_as_unknown() {
+    let event = Event::from_parts("team.spawned", &serde_json::json!({"x": 1})).unwrap();
+    assert_eq!(event, Event::Unknown);
+}
+
+#[test]
+fn extension_events_round_trip_and_old_requests_decode() {
+    for event in [
+        Event::RunQueued {
+            run_id: "r2".into(),
+            idempotency_key: "k".into(),
+            prompt: "next".into(),
+            mode: "followup".into(),
+            headless: false,
+        },
+        Event::MessageSteering {
+            run_id: "r1".into(),
+            text: "left".into(),
+        },
+        Event::HookCompleted {
+            hook: "echo".into(),
+            event: "stop".into(),
+            exit_code: None,
+            output: String::new(),
+            blocked: false,
+            timed_out: true,
+            duration_ms: 5,
+            run_id: Some("r1".into()),
+            call_id: None,
+            tool: None,
+        },
+        Event::AgentStarted {
+            parent_run_id: "r1".into(),
+            child_id: "c1".into(),
+            call_id: "k1".into(),
+            depth: 1,
+            prompt: "look".into(),
+            description: None,
+            tools: vec!["read_file".into()],
+        },
+        Event::AgentCompleted {
+            child_id: "c1".into(),
+            result: "found".into(),
+            is_error: false,
+        },
+        Event::AgentInterrupted {
+            child_id: "c1".into(),
+            reason: "crash".into(),
+        },
+        Event::GoalStarted {
+            goal_id: "g1".into(),
+            run_id: "r1".into(),
+            objective: "ship".into(),
+            acceptance_criteria: vec!["tests pass".into()],
+            budgets: GoalBudgets {
+                max_turns: Some(3),
+                ..GoalBudgets::default()
+            },
+            no_progress_turns: 3,
+        },
+        Event::GoalUpdated {
+            goal_id: "g1".into(),
+            state: GoalState::AwaitingApproval,
+            reason: None,
+            usage: GoalUsage::default(),
+            run_id: Some("r1".into()),
+        },
+        Event::GoalCompleted {
+            goal_id: "g1".into(),
+            state: GoalState::Success,
+            summary: Some("done".into()),
+            reason: None,
+            evidence: vec!["ok".into()],
+            usage: GoalUsage::default(),
+        },
+    ] {
+        let (kind, payload) = event.to_parts();
+        assert_eq!(Event::from_parts(&kind, &payload).unwrap(), event);
+    }
+    let old = serde_json::json!({"run_id": "r", "step": 1, "model": "m", "api_type": "a",
+        "message_count": 2, "context_tokens": 3});
+    let Event::ModelRequested { through_seq, .. } =
+        Event::from_parts("model.requested", &old).unwrap()
+    else {
+        panic!("not a model.requested")
+    };
+    assert_eq!(through_seq, 0);
+}

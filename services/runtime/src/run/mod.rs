@@ -1,0 +1,304 @@
+//! One run of the agent loop: compile context → stream the model → run tool calls through
+//! permissions → append results → repeat until the model stops, the user interrupts, a budget
+//! is hit, or something fails. Every step is journaled; failures are recorded, never hidden.
+//!
+//! Around the loop: `user_prompt_submit` hooks before the first step (exit 2 fails the run
+//! with `blocked_by_hook`), `stop` hooks before the terminal event. A run whose model
+//! answered while a steering message was still undelivered takes another step instead of
+//! ending, so the message reaches the model in this run. The end of a run and the start of
+//! the next queued one happen under the session's dispatch lock ([`execute`] returns it).
+//!
+//! The same loop ([`step::run_loop`]) runs sub-agents (`crate::subagent`, on their own
+//! stream) and goal turns (`crate::goal`: the run ends with the goal's verdict).
+
+mod calls;
+pub(crate) mod step;
+
+use std::sync::Arc;
+
+use lumina_protocol::{Event, EventFrame, GoalState, MAIN_STREAM};
+use serde_json::json;
+use tokio_util::sync::CancellationToken;
+
+use crate::context;
+use crate::goal::{GoalEnd, GoalRequest, GoalRun};
+use crate::hooks::{run_hooks, HookEvent, HookScope, HookVerdict};
+use crate::session::Session;
+use crate::settings::RunSettings;
+use crate::subagent::AgentScope;
+use crate::{Error, Result};
+
+/// How a run ended, for the journal.
+pub(crate) enum Outcome {
+    Completed(String),
+    Failed {
+        code: String,
+        message: String,
+    },
+    Interrupted(String),
+    /// A goal run ended by the goal's own verdict (success, budget, no progress).
+    Goal(GoalEnd),
+}
+
+pub(crate) struct RunContext {
+    pub session: Arc<Session>,
+    pub run_id: String,
+    /// The run's prompt (for `user_prompt_submit` hooks).
+    pub prompt: String,
+    pub settings: RunSettings,
+    pub headless: bool,
+    pub cancel: CancellationToken,
+    /// Where the run's events go: `main`, or `agent/<id>` for a sub-agent.
+    pub stream: String,
+    /// Depth, tool subset and agent-tree counters (top-level runs: depth 0, every tool).
+    pub agent: AgentScope,
+    /// The goal this run works on: its turns in a top-level run, approval states in a
+    /// sub-agent of one.
+    pub goal: Option<Arc<GoalRun>>,
+}
+
+impl RunContext {
+    /// A run of the session's main conversation, the root of its own agent tree.
+    pub(crate) fn top_level(
+        session: Arc<Session>,
+        run_id: String,
+        prompt: String,
+        settings: RunSettings,
+        headless: bool,
+        cancel: CancellationToken,
+    ) -> Self {
+        Self {
+            session,
+            run_id,
+            prompt,
+            settings,
+            headless,
+            cancel,
+            stream: MAIN_STREAM.to_string(),
+            agent: AgentScope::root(),
+            goal: None,
+        }
+    }
+
+    /// Appends to this run's stream.
+    pub(crate) async fn append(&self, events: Vec<Event>) -> Result<Vec<Arc<EventFrame>>> {
+        self.session.journal().append_to(&self.stream, events).await
+    }
+
+    pub(crate) fn is_main(&self) -> bool {
+        self.stream == MAIN_STREAM
+    }
+
+    /// The goal whose turns this run takes (never a sub-agent's).
+    pub(crate) fn goal_turns(&self) -> Option<&GoalRun> {
+        self.goal.as_deref().filter(|_| self.is_main())
+    }
+}
+
+/// Runs to the end, journals the terminal event and starts the next queued run, which it
+/// returns for the caller to execute. Journal errors (e.g. a lost fence) stop the run at
+/// once; there is nothing more it may write.
+pub(crate) async fn execute(ctx: RunContext) -> Option<RunContext> {
+    let journal = ctx.session.journal().clone();
+    let mut steps = 0;
+    let mut last_text = String::new();
+    let mut first = Some(prompt_hooks(&ctx).await);
+    loop {
+        let result = match first.take() {
+            Some(Ok(Some(blocked))) => Ok(blocked),
+            Some(Err(err)) => Err(err),
+            Some(Ok(None)) | None => step::run_loop(&ctx, &mut steps, &mut last_text).await,
+        };
+        let outcome = match result {
+            Ok(outcome) => outcome,
+            Err(Error::Fenced) => return fenced(&ctx).await,
+            Err(err) => Outcome::Failed {
+                code: "runtime_error".into(),
+                message: err.to_string(),
+            },
+        };
+        if steering_pending(&ctx, &outcome).await {
+            continue;
+        }
+        if !ctx.session.is_stopping() {
+            if let Err(Error::Fenced) = stop_hooks(&ctx, &outcome).await {
+                return fenced(&ctx).await;
+            }
+        }
+        let turn = ctx.session.dispatch().lock().await;
+        // A steering message that came in while the stop hooks ran still belongs here.
+        if steering_pending(&ctx, &outcome).await {
+            drop(turn);
+            continue;
+        }
+        let usage = ctx.session.run_usage(&ctx.run_id).await;
+        let goal_event = ctx
+            .goal
+            .as_ref()
+            .map(|goal| goal_event(&ctx, goal, &outcome));
+        let event = match outcome {
+            Outcome::Completed(result) => Event::RunCompleted {
+                run_id: ctx.run_id.clone(),
+                result,
+                usage,
+            },
+            Outcome::Goal(GoalEnd {
+                state: GoalState::Success,
+                summary,
+                ..
+            }) => Event::RunCompleted {
+                run_id: ctx.run_id.clone(),
+                result: summary.unwrap_or(last_text),
+                usage,
+            },
+            Outcome::Goal(end) => Event::RunFailed {
+                run_id: ctx.run_id.clone(),
+                code: format!("goal_{}", end.state.as_str().replace('-', "_")),
+                message: end.reason.unwrap_or_default(),
+            },
+            Outcome::Failed { code, message } => Event::RunFailed {
+                run_id: ctx.run_id.clone(),
+                code,
+                message,
+            },
+            Outcome::Interrupted(reason) => Event::RunInterrupted {
+                run_id: ctx.run_id.clone(),
+                reason,
+            },
+        };
+        // The goal's verdict first: whoever sees the run end knows the goal's state.
+        let mut events: Vec<Event> = goal_event.into_iter().collect();
+        events.push(event);
+        if let Err(err) = journal.append(events).await {
+            tracing::error!(session_id = %journal.session_id(), run_id = %ctx.run_id, error = %err, "could not journal the end of a run");
+            ctx.session.run_ended(&ctx.run_id);
+            return None;
+        }
+        let next = ctx.session.start_next_locked(&ctx.run_id).await;
+        drop(turn);
+        return next;
+    }
+}
+
+/// The goal event that goes with the end of a goal's run. Consumes the pause/cancel
+/// request that stopped it.
+fn goal_event(ctx: &RunContext, goal: &GoalRun, outcome: &Outcome) -> Event {
+    let request = ctx.session.take_goal_request();
+    match outcome {
+        Outcome::Goal(end) => goal.completed(end.clone()),
+        Outcome::Interrupted(_) if request == Some(GoalRequest::Cancel) => {
+            goal.completed(GoalEnd {
+                state: GoalState::Cancelled,
+                reason: Some("cancelled by goal.cancel".into()),
+                summary: None,
+                evidence: Vec::new(),
+            })
+        }
+        Outcome::Interrupted(reason) => {
+            let reason = match request {
+                Some(_) => "paused by goal.pause".to_string(),
+                None => reason.clone(),
+            };
+            goal.updated(GoalState::Paused, Some(reason), &ctx.run_id)
+        }
+        Outcome::Failed { code, message } => goal.completed(GoalEnd {
+            state: GoalState::Failed,
+            reason: Some(format!("{code}: {message}")),
+            summary: None,
+            evidence: Vec::new(),
+        }),
+        // Goal turns never end a run with plain text; kept total for safety.
+        Outcome::Completed(_) => goal.completed(GoalEnd {
+            state: GoalState::Failed,
+            reason: Some("the run ended without goal_complete".into()),
+            summary: None,
+            evidence: Vec::new(),
+        }),
+    }
+}
+
+/// The session was fenced: stop without writing and forget the run.
+async fn fenced(ctx: &RunContext) -> Option<RunContext> {
+    ctx.session.mark_fenced();
+    ctx.session.run_ended(&ctx.run_id);
+    tracing::warn!(session_id = %ctx.session.id(), run_id = %ctx.run_id, "run stopped: session fenced by a newer owner");
+    None
+}
+
+/// Whether a run that completed must take another step for an undelivered steering message.
+async fn steering_pending(ctx: &RunContext, outcome: &Outcome) -> bool {
+    matches!(outcome, Outcome::Completed(_))
+        && !ctx.cancel.is_cancelled()
+        && ctx
+            .session
+            .journal()
+            .with_projection(|p| !p.undelivered_steering.is_empty())
+            .await
+}
+
+pub(crate) fn hook_scope(ctx: &RunContext) -> HookScope<'_> {
+    HookScope {
+        journal: ctx.session.journal(),
+        stream: &ctx.stream,
+        project_root: ctx.session.project_root(),
+        run_id: Some(&ctx.run_id),
+        call_id: None,
+        tool: None,
+        cancel: Some(&ctx.cancel),
+    }
+}
+
+/// `user_prompt_submit` hooks; `Some(outcome)` when one blocked the prompt.
+async fn prompt_hooks(ctx: &RunContext) -> Result<Option<Outcome>> {
+    for problem in &ctx.settings.hook_problems {
+        ctx.append(vec![Event::Warning {
+            code: "hook_invalid".into(),
+            message: problem.clone(),
+            run_id: Some(ctx.run_id.clone()),
+        }])
+        .await?;
+    }
+    let verdict = run_hooks(
+        &ctx.settings.hooks,
+        HookEvent::UserPromptSubmit,
+        &hook_scope(ctx),
+        json!({ "prompt": ctx.prompt }),
+    )
+    .await?;
+    Ok(match verdict {
+        HookVerdict::Continue => None,
+        HookVerdict::Blocked(reason) => Some(Outcome::Failed {
+            code: context::BLOCKED_BY_HOOK.into(),
+            message: format!("the prompt was blocked by a hook: {reason}"),
+        }),
+    })
+}
+
+/// `stop` hooks, with the settings as they are now (hot reload).
+async fn stop_hooks(ctx: &RunContext, outcome: &Outcome) -> Result<()> {
+    let settings = ctx
+        .session
+        .reload_settings(&ctx.settings)
+        .await
+        .unwrap_or_else(|_| ctx.settings.clone());
+    let payload = match outcome {
+        Outcome::Completed(result) => json!({"status": "completed", "result": result}),
+        Outcome::Failed { code, message } => {
+            json!({"status": "failed", "code": code, "message": message})
+        }
+        Outcome::Interrupted(reason) => json!({"status": "interrupted", "reason": reason}),
+        Outcome::Goal(end) => json!({
+            "status": "goal",
+            "goal_state": end.state,
+            "reason": end.reason,
+            "result": end.summary,
+        }),
+    };
+    // The run may be interrupted already; its stop hooks still run to their timeout.
+    let scope = HookScope {
+        cancel: None,
+        ..hook_scope(ctx)
+    };
+    run_hooks(&settings.hooks, HookEvent::Stop, &scope, payload).await?;
+    Ok(())
+}
