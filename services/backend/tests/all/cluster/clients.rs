@@ -224,4 +224,41 @@ async fn the_terminal_ui_works_through_a_gateway() {
         std::fs::read_to_string(cluster.project.join("gateway.txt")).unwrap(),
         "via i0\n"
     );
+
+    // A wrong token: one clear line and a non-zero exit, no stack trace, no raw terminal.
+    let bad = launcher(
+        &cluster,
+        &cluster.instances[0].url(),
+        "wrong-token",
+        &session,
+    );
+    let socket = format!("lumina-cluster-bad-{}", std::process::id());
+    let status = Command::new("tmux")
+        .args([
+            "-L",
+            &socket,
+            "-f",
+            "/dev/null",
+            "new-session",
+            "-d",
+            "-x",
+            "120",
+            "-y",
+            "20",
+        ])
+        .arg(format!("{}; echo EXITED $?; sleep 60", bad.display()))
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let _bad_server = TmuxServer(socket.clone());
+    let screen = wait_for(&socket, "the exit", |s| s.contains("EXITED")).await;
+    assert!(screen.contains("EXITED 1"), "{screen}");
+    assert!(
+        screen.contains("LUMINA_JWT") && screen.contains("401"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("panicked") && !screen.contains("wrong-token"),
+        "{screen}"
+    );
 }
