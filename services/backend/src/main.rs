@@ -67,6 +67,14 @@ enum ClusterCommand {
         #[arg(long)]
         app_root: Option<PathBuf>,
     },
+    /// Drain an instance: call admin.drain on it (with the admin JWT from $LUMINA_ADMIN_JWT,
+    /// or $LUMINA_JWT) and wait until it has released every lease. Used as the pod's
+    /// preStop hook.
+    Drain {
+        /// The instance's WebSocket URL.
+        #[arg(long, default_value = "ws://127.0.0.1:8080/v1/ws")]
+        url: String,
+    },
     /// Mint a user JWT with the key written by init-local (printed on stdout).
     MintToken {
         #[arg(long)]
@@ -166,6 +174,7 @@ async fn run_cluster(command: ClusterCommand) -> anyhow::Result<()> {
             println!("{}", local.export_lines());
             Ok(())
         }
+        ClusterCommand::Drain { url } => cluster::drain_instance(&url, &env).await,
         ClusterCommand::MintToken {
             sub,
             tenant,

@@ -33,6 +33,7 @@ use serde_json::Value;
 const ISSUER: &str = "lumina-chart-test";
 const AUDIENCE: &str = "lumina";
 const JWKS_SECRET: &str = "lumina-jwks";
+const ADMIN_SECRET: &str = "lumina-admin-token";
 const POD_NAME: &str = "lumina-6d8f9c7b5-x2k4q";
 /// The binary's path inside the image (docker/Dockerfile).
 const IMAGE_BINARY: &str = "/usr/local/bin/lumina-backend";
@@ -42,6 +43,8 @@ const NOT_SETTINGS: &[&str] = &[
     "TMPDIR",
     "POD_IP",
     "LUMINA_HOME",
+    // The preStop drain's admin JWT (read by `cluster drain`, not a setting).
+    "LUMINA_ADMIN_JWT",
     "LUMINA_LOG",
     "LUMINA_LOG_FORMAT",
 ];
@@ -91,6 +94,10 @@ fn render() -> Vec<Value> {
         .args([
             "--set",
             &format!("auth.jwksFile.existingSecret={JWKS_SECRET}"),
+        ])
+        .args([
+            "--set",
+            &format!("auth.adminToken.existingSecret={ADMIN_SECRET}"),
         ])
         .output()
         .expect("run helm template");
@@ -147,6 +154,7 @@ fn str_of(v: &Value) -> &str {
 struct World {
     postgres_url: String,
     redis_url: String,
+    admin_jwt: String,
     jwks: Vec<u8>,
     listen_port: u16,
     scratch: PathBuf,
@@ -273,6 +281,7 @@ fn prepare(workload: &Value, objects: &[Value], world: &World) -> Prepared {
             match name.as_str() {
                 "LUMINA_POSTGRES_URL" => world.postgres_url.clone(),
                 "LUMINA_REDIS_URL" => world.redis_url.clone(),
+                "LUMINA_ADMIN_JWT" => world.admin_jwt.clone(),
                 _ if var["valueFrom"]["secretKeyRef"]["optional"] == true => continue,
                 _ => panic!("{kind}: env {name} needs a Secret the test does not know: {var}"),
             }
@@ -425,6 +434,10 @@ fn chart_migration_job_and_deployment_run_against_real_services() {
     let world = World {
         postgres_url,
         redis_url: redis.url(),
+        admin_jwt: std::fs::read_to_string(keys.join(lumina_auth::ADMIN_TOKEN_FILE))
+            .expect("admin.jwt")
+            .trim()
+            .to_string(),
         jwks: std::fs::read(keys.join("jwks.json")).expect("jwks.json"),
         listen_port: free_port(),
         scratch: scratch.path().to_path_buf(),
@@ -493,7 +506,39 @@ fn chart_migration_job_and_deployment_run_against_real_services() {
         "/metrics (ServiceMonitor path)"
     );
 
-    // 3. Pod termination: SIGTERM drains and exits 0 within terminationGracePeriodSeconds.
+    // 3. Pod termination, as the kubelet does it: the preStop hook (exactly the rendered
+    // exec command, with the container's environment) drains the instance; then SIGTERM.
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let pre_stop: Vec<String> = container["lifecycle"]["preStop"]["exec"]["command"]
+        .as_array()
+        .expect("a preStop exec hook when auth.adminToken is set")
+        .iter()
+        .map(|v| str_of(v).to_string())
+        .collect();
+    assert_eq!(pre_stop[0], IMAGE_BINARY);
+    let pre_stop_args: Vec<String> = pre_stop[1..]
+        .iter()
+        .map(|a| a.replace(":8080/", &format!(":{}/", world.listen_port)))
+        .collect();
+    let hook = Command::new(env!("CARGO_BIN_EXE_lumina-backend"))
+        .args(&pre_stop_args)
+        .env_clear()
+        .envs(serve.env.iter())
+        .output()
+        .expect("run the preStop hook");
+    assert!(
+        hook.status.success(),
+        "preStop drain failed: {}",
+        String::from_utf8_lossy(&hook.stderr)
+    );
+    assert!(String::from_utf8_lossy(&hook.stdout).contains("\"released\""));
+    assert_eq!(
+        http_get(world.listen_port, "/readyz").map(|(s, _)| s),
+        Some(503),
+        "drained instances report not ready"
+    );
+
+    // SIGTERM then exits 0 within terminationGracePeriodSeconds.
     let grace = deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"]
         .as_u64()
         .expect("terminationGracePeriodSeconds");

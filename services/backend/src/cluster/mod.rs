@@ -260,3 +260,25 @@ pub async fn migrate(app_root: &AppRoot, env: &Env) -> anyhow::Result<()> {
     println!("{}", serde_json::to_string(&report)?);
     Ok(())
 }
+
+/// `lumina-backend cluster drain`: `admin.drain` on one instance, waiting for its answer
+/// (which comes once every lease is released).
+pub async fn drain_instance(url: &str, env: &Env) -> anyhow::Result<()> {
+    let token = env
+        .get_nonempty("LUMINA_ADMIN_JWT")
+        .or_else(|| env.get_nonempty("LUMINA_JWT"))
+        .context("drain needs an admin JWT in LUMINA_ADMIN_JWT (or LUMINA_JWT)")?;
+    let options = lumina_client::ConnectOptions {
+        call_timeout: std::time::Duration::from_secs(600),
+        ..Default::default()
+    };
+    let (client, _notifications) = lumina_client::Client::connect_with(url, Some(token), options)
+        .await
+        .with_context(|| format!("cannot connect to {url}"))?;
+    let result: serde_json::Value = client
+        .call(lumina_protocol::methods::ADMIN_DRAIN, serde_json::json!({}))
+        .await
+        .context("admin.drain failed")?;
+    println!("{result}");
+    Ok(())
+}
