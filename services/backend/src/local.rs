@@ -10,6 +10,7 @@ use anyhow::Context;
 use lumina_config::{AppRoot, Env};
 use lumina_journal::sqlite::SqliteJournal;
 use lumina_journal::LOCAL_FENCE;
+use lumina_memory::sqlite::{SqliteMemory, SqliteOptions};
 use lumina_protocol::methods::ServerInfo;
 use lumina_protocol::{PROTOCOL_VERSION, WS_PATH};
 use lumina_runtime::{AlwaysOwned, Runtime, RuntimeOptions};
@@ -65,6 +66,15 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         lumina_tools::builtin_registry(),
         Arc::new(AlwaysOwned(LOCAL_FENCE)),
     );
+    // The Memory Fabric (SYSTEM §9): SQLite under the AppRoot. A store that does not open
+    // leaves the runtime without memory; it never stops the backend.
+    let runtime = match SqliteMemory::open(app_root.path(), SqliteOptions::default(), None) {
+        Ok(memory) => runtime.with_memory(Arc::new(memory)),
+        Err(err) => {
+            tracing::warn!(error = %err, "the memory store did not open; running without memory");
+            runtime
+        }
+    };
     let recovered = runtime
         .recover_all()
         .await

@@ -59,6 +59,7 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("subagent_max_parallel", Kind::U32),
     ("subagent_max_depth", Kind::U32),
     ("subagent_max_total", Kind::U32),
+    ("memory_context_tokens", Kind::U32),
 ];
 
 /// Keys also read from `LLM_<KEY>`: only the model settings, so that another tool's

@@ -149,6 +149,9 @@ pub struct Settings {
     pub subagent_max_depth: u32,
     /// Sub-agents one top-level run (with all its descendants) may start. Default: 8.
     pub subagent_max_total: u32,
+    /// Tokens of earlier evidence the Memory Fabric adds to the system prompt of a run's
+    /// first step (when a memory store is configured). 0 disables it. Default: 1500.
+    pub memory_context_tokens: u32,
 
     /// Merged keys this build does not know (newer settings, and the memory-model keys
     /// `memory_bge_*`/`memory_reranker_*` that only user settings.json may set). May hold
@@ -206,6 +209,7 @@ impl Default for Settings {
             subagent_max_parallel: 4,
             subagent_max_depth: 2,
             subagent_max_total: 8,
+            memory_context_tokens: 1500,
             extra: Map::new(),
             warnings: Vec::new(),
             settings_file: None,
@@ -256,6 +260,7 @@ impl std::fmt::Debug for Settings {
             .field("subagent_max_parallel", &self.subagent_max_parallel)
             .field("subagent_max_depth", &self.subagent_max_depth)
             .field("subagent_max_total", &self.subagent_max_total)
+            .field("memory_context_tokens", &self.memory_context_tokens)
             .field("extra_keys", &extra_keys)
             .field("warnings", &self.warnings)
             .field("settings_file", &self.settings_file)

@@ -216,6 +216,14 @@ pub enum Event {
         tokens_before: u64,
         tokens_after: u64,
     },
+    /// The Memory Fabric added earlier evidence to the system prompt of a run's first step;
+    /// `source_ids` are the recalled evidence's source ids (`<session_id>:<seq>`, notes
+    /// `<session_id>:note:<uuid>`).
+    #[serde(rename = "memory.recalled")]
+    MemoryRecalled {
+        run_id: String,
+        source_ids: Vec<String>,
+    },
     /// A sub-agent started (main stream). Its run is journaled on the child stream
     /// `agent/<child_id>` (`run.started` with `run_id = child_id`, `message.user`, steps…).
     #[serde(rename = "agent.started")]
@@ -321,6 +329,7 @@ impl Event {
             Event::UsageRecorded { .. } => "usage.recorded",
             Event::Warning { .. } => "warning",
             Event::Checkpoint { .. } => "checkpoint",
+            Event::MemoryRecalled { .. } => "memory.recalled",
             Event::AgentStarted { .. } => "agent.started",
             Event::AgentCompleted { .. } => "agent.completed",
             Event::AgentInterrupted { .. } => "agent.interrupted",
@@ -375,6 +384,7 @@ impl Event {
             | Event::PermissionResolved { run_id, .. }
             | Event::UsageRecorded { run_id, .. }
             | Event::Checkpoint { run_id, .. }
+            | Event::MemoryRecalled { run_id, .. }
             | Event::GoalStarted { run_id, .. }
             | Event::AgentStarted {
                 parent_run_id: run_id,

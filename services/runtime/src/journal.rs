@@ -10,6 +10,7 @@ use lumina_journal::{
 use lumina_protocol::{DeltaFrame, Event, EventFrame, MAIN_STREAM};
 use tokio::sync::{broadcast, Mutex};
 
+use crate::memory::MemorySink;
 use crate::projection::Projection;
 use crate::Result;
 
@@ -30,6 +31,8 @@ pub struct SessionJournal {
     /// Held across append + broadcast so subscribers see events in seq order.
     projection: Mutex<Projection>,
     tx: broadcast::Sender<Outbound>,
+    /// Visible main-stream events also become Memory Fabric evidence.
+    memory: Option<MemorySink>,
 }
 
 impl SessionJournal {
@@ -54,7 +57,18 @@ impl SessionJournal {
             fence,
             projection: Mutex::new(projection),
             tx,
+            memory: None,
         })
+    }
+
+    /// Records visible events as evidence in `memory` after each append.
+    pub(crate) fn with_memory(mut self, memory: Option<MemorySink>) -> Self {
+        self.memory = memory;
+        self
+    }
+
+    pub(crate) fn memory(&self) -> Option<&MemorySink> {
+        self.memory.as_ref()
     }
 
     pub fn key(&self) -> &SessionKey {
@@ -150,6 +164,10 @@ impl SessionJournal {
             {
                 tracing::warn!(session_id = %self.key.session_id, error = %err, "summary projection not written");
             }
+        }
+        drop(projection);
+        if let Some(memory) = &self.memory {
+            memory.record(&frames).await;
         }
         Ok(frames)
     }

@@ -7,6 +7,7 @@ mod error;
 pub mod goal;
 pub mod hooks;
 pub mod journal;
+pub mod memory;
 pub mod projection;
 mod queue;
 pub mod recovery;
@@ -77,6 +78,8 @@ pub(crate) struct Shared {
     pub app_root: AppRoot,
     pub env: Env,
     pub tools: ToolRegistry,
+    /// The Memory Fabric store (local profile: SQLite under the AppRoot; cluster: none yet).
+    pub memory: Option<Arc<dyn lumina_memory::MemoryStore>>,
 }
 
 /// Cheap to clone; all clones share the open sessions.
@@ -102,6 +105,7 @@ impl Runtime {
                 app_root: options.app_root.clone(),
                 env: options.env.clone(),
                 tools,
+                memory: None,
             }),
             options: Arc::new(options),
             store,
@@ -114,6 +118,20 @@ impl Runtime {
     /// Adds an observer of opened sessions.
     pub fn with_observer(mut self, observer: Arc<dyn SessionObserver>) -> Self {
         self.observer = Some(observer);
+        self
+    }
+
+    /// Gives the runtime's sessions a Memory Fabric store: visible events become evidence,
+    /// runs get the `memory_search`/`memory_remember` tools and recalled context. Call it
+    /// before opening sessions.
+    pub fn with_memory(mut self, memory: Arc<dyn lumina_memory::MemoryStore>) -> Self {
+        let shared = Shared {
+            app_root: self.shared.app_root.clone(),
+            env: self.shared.env.clone(),
+            tools: self.shared.tools.clone(),
+            memory: Some(memory),
+        };
+        self.shared = Arc::new(shared);
         self
     }
 
@@ -247,7 +265,13 @@ impl Runtime {
             .await?
             .ok_or_else(|| Error::SessionNotFound(session_id.to_string()))?;
         let fence = self.ownership.acquire(session_id).await?;
-        let journal = SessionJournal::open(self.store.clone(), key, fence).await?;
+        let memory = self.shared.memory.clone().map(|store| memory::MemorySink {
+            store,
+            space: memory::project_space(Path::new(&record.project_root)),
+        });
+        let journal = SessionJournal::open(self.store.clone(), key, fence)
+            .await?
+            .with_memory(memory);
         if !record.archived {
             recovery::close_open_work(&journal).await?;
         }

@@ -243,6 +243,7 @@ impl Projection {
             | Event::HookCompleted { .. }
             | Event::Warning { .. }
             | Event::Checkpoint { .. }
+            | Event::MemoryRecalled { .. }
             | Event::Unknown => {}
         }
     }

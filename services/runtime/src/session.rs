@@ -85,6 +85,11 @@ impl Session {
         }
     }
 
+    /// The session's writer into the Memory Fabric, when the runtime has a store.
+    pub(crate) fn memory(&self) -> Option<&crate::memory::MemorySink> {
+        self.journal.memory()
+    }
+
     pub fn is_fenced(&self) -> bool {
         self.fenced.load(Ordering::SeqCst)
     }

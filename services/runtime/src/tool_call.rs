@@ -5,7 +5,8 @@
 //!
 //! Besides the registry's tools a run may offer two the runtime runs itself: `agent`
 //! (a sub-agent, `crate::subagent`) and, in goal runs, `goal_complete` (`crate::goal`).
-//! Both go through hooks and the permission engine like any tool (read-only: deny rules
+//! The memory tools (`memory_search`, `memory_remember`, `crate::memory`) are runtime
+//! tools too, offered when a memory store is configured. All go through hooks and the permission engine like any tool (read-only: deny rules
 //! apply, nobody is asked).
 
 use std::sync::Arc;
@@ -18,6 +19,7 @@ use serde_json::{json, Value};
 
 use crate::goal::{goal_complete_descriptor, GOAL_COMPLETE_TOOL};
 use crate::hooks::{run_hooks, HookEvent, HookScope, HookVerdict};
+use crate::memory;
 use crate::run::RunContext;
 use crate::settings::RunSettings;
 use crate::subagent::{self, Slot, AGENT_TOOL};
@@ -37,6 +39,8 @@ enum Callable {
     Tool(Arc<dyn Tool>),
     Agent,
     GoalComplete,
+    /// `memory_search` or `memory_remember`.
+    Memory(ToolDescriptor),
 }
 
 impl Callable {
@@ -50,6 +54,11 @@ impl Callable {
         if name == AGENT_TOOL {
             return Some(Callable::Agent);
         }
+        if ctx.session.memory().is_some() {
+            if let Some(descriptor) = memory::descriptor(name) {
+                return Some(Callable::Memory(descriptor));
+            }
+        }
         ctx.session.tools().get(name).map(Callable::Tool)
     }
 
@@ -58,6 +67,7 @@ impl Callable {
             Callable::Tool(tool) => tool.descriptor(),
             Callable::Agent => subagent::descriptor(),
             Callable::GoalComplete => goal_complete_descriptor(),
+            Callable::Memory(descriptor) => descriptor.clone(),
         }
     }
 }
@@ -162,6 +172,9 @@ pub(crate) async fn run_tool(
                             Some(Err(problem)) => ToolOutput::error(problem),
                             None => ToolOutput::error("this run works on no goal"),
                         },
+                        Callable::Memory(descriptor) => {
+                            memory::call(ctx, &descriptor.name, args).await
+                        }
                     }
                 }
                 Authorization::Blocked(reason) => {

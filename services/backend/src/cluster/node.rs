@@ -121,6 +121,8 @@ impl Node {
             node: self.this.clone(),
             tenant: tenant.to_string(),
         });
+        // No Memory Fabric store in the cluster profile yet (`Runtime::with_memory`): its
+        // sessions journal no evidence and offer no memory tools.
         let runtime = Runtime::new(
             RuntimeOptions {
                 app_root: self.app_root.clone(),

@@ -13,6 +13,7 @@ mod delivery;
 mod extensions;
 mod goal;
 mod guidance;
+mod memory;
 mod permissions;
 mod subagents;
 mod support;

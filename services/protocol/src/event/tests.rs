@@ -106,3 +106,15 @@ fn extension_events_round_trip_and_old_requests_decode() {
     };
     assert_eq!(through_seq, 0);
 }
+
+#[test]
+fn memory_recalled_round_trips() {
+    let event = Event::MemoryRecalled {
+        run_id: "r1".into(),
+        source_ids: vec!["s1:3".into(), "s1:note:n1".into()],
+    };
+    let (kind, payload) = event.to_parts();
+    assert_eq!(kind, "memory.recalled");
+    assert_eq!(event.run_id(), Some("r1"));
+    assert_eq!(Event::from_parts(&kind, &payload).unwrap(), event);
+}

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::{calls, Outcome, RunContext};
 use crate::context;
 use crate::goal::GoalEnd;
+use crate::memory;
 use crate::settings::RunSettings;
 use crate::{subagent, Result};
 
@@ -82,7 +83,7 @@ pub(crate) async fn run_loop(
         if step == 1 && ctx.is_main() {
             report_skill_problems(ctx).await?;
         }
-        let (request, through_seq) = compile(ctx, &settings).await?;
+        let (request, through_seq) = compile(ctx, &settings, step).await?;
         let tools_len = serde_json::to_string(&request.tools)
             .map(|s| s.len())
             .unwrap_or(0);
@@ -231,7 +232,11 @@ async fn interrupt_step(ctx: &RunContext, step: u32, reason: &str) -> Result<()>
 /// Compiles the request for this step, compacting first when the context passes the
 /// threshold. Also returns the last seq the context includes. A sub-agent's history is its
 /// own stream only; a goal turn ends with the goal's briefing.
-async fn compile(ctx: &RunContext, settings: &RunSettings) -> Result<(ChatRequest, u64)> {
+async fn compile(
+    ctx: &RunContext,
+    settings: &RunSettings,
+    step: u32,
+) -> Result<(ChatRequest, u64)> {
     let journal = ctx.session.journal();
     let tools: Vec<ToolSpec> = subagent::offered_tools(ctx, settings)
         .into_iter()
@@ -253,6 +258,18 @@ async fn compile(ctx: &RunContext, settings: &RunSettings) -> Result<(ChatReques
             &ctx.agent,
             settings.settings.subagent_max_depth,
         ));
+    }
+    // Earlier evidence for the prompt, once per top-level run.
+    if step == 1 && ctx.is_main() {
+        let budget = settings.settings.memory_context_tokens;
+        if let Some((section, source_ids)) = memory::recall_section(ctx, budget).await {
+            system.push_str(&section);
+            ctx.append(vec![Event::MemoryRecalled {
+                run_id: ctx.run_id.clone(),
+                source_ids,
+            }])
+            .await?;
+        }
     }
     let mut events = journal.read_stream(&ctx.stream).await?;
     let mut history = context::build_history(&events, &guidance.skills);

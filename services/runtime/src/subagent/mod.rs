@@ -154,6 +154,13 @@ pub(crate) fn offered_tools(ctx: &RunContext, settings: &RunSettings) -> Vec<Too
     if ctx.goal_turns().is_some() {
         tools.push(goal_complete_descriptor());
     }
+    if ctx.session.memory().is_some() {
+        tools.extend(
+            crate::memory::descriptors()
+                .into_iter()
+                .filter(|d| ctx.agent.allows(&d.name)),
+        );
+    }
     tools
 }
 

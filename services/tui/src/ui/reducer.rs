@@ -391,6 +391,12 @@ impl App {
                     first_line(detail)
                 )));
             }
+            Event::MemoryRecalled { source_ids, .. } => {
+                self.transcript.push(EntryKind::Dim(format!(
+                    "memory: {} earlier item(s) recalled",
+                    source_ids.len()
+                )));
+            }
             Event::Unknown => {
                 self.transcript.push(EntryKind::Dim(format!(
                     "event #{} of a kind this version does not know",

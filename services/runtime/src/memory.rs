@@ -1,0 +1,281 @@
+//! Agent integration of the Memory Fabric (SYSTEM.md §9): what the runtime writes to the
+//! optional [`MemoryStore`] and how runs read from it.
+//!
+//! - **Write path** ([`MemorySink`]): every visible `message.user`, `message.assistant`
+//!   (text) and `tool.completed` event of a session's main stream becomes evidence right
+//!   after its journal append, in the session's project space ([`project_space`]), with
+//!   source id `<session_id>:<seq>` (idempotent). Failures are logged, never fail a run.
+//! - **Tools**: `memory_search {query}` (recall in the project space) and
+//!   `memory_remember {text}` (a `user-note` evidence row, source id
+//!   `<session_id>:note:<uuid>`), run by the runtime itself; read-only for permissions and
+//!   offered only when a store is configured.
+//! - **Context** ([`recall_section`]): the first step of a top-level run recalls evidence of
+//!   other sessions of the project for the prompt, within `memory_context_tokens`, and adds
+//!   it to the system prompt as `# Memory (earlier evidence)`.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use lumina_memory::{MemoryStore, NewEvidence, Recall, RecallQuery, RecalledItem};
+use lumina_protocol::{Event, EventFrame, MAIN_STREAM};
+use lumina_tools::{ToolDescriptor, ToolOutput};
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+
+use crate::run::RunContext;
+
+/// Recall in the project's memory.
+pub const SEARCH_TOOL: &str = "memory_search";
+/// Record a note in the project's memory.
+pub const REMEMBER_TOOL: &str = "memory_remember";
+
+/// Tool outputs longer than this are cut before they become evidence.
+const TOOL_OUTPUT_CAP: usize = 4 * 1024;
+/// Items a `memory_search` call returns at most, and its token budget.
+const SEARCH_ITEMS: usize = 10;
+const SEARCH_TOKENS: usize = 2_000;
+/// Items the memory section of the system prompt holds at most.
+const CONTEXT_ITEMS: usize = 10;
+
+/// The memory space of a project: the first 16 hex characters of the sha256 of its
+/// canonical root (sessions store the canonical root).
+pub fn project_space(project_root: &Path) -> String {
+    let digest = hex::encode(Sha256::digest(
+        project_root.display().to_string().as_bytes(),
+    ));
+    digest.chars().take(16).collect()
+}
+
+/// A session's writer into the memory store.
+#[derive(Clone)]
+pub(crate) struct MemorySink {
+    pub store: Arc<dyn MemoryStore>,
+    pub space: String,
+}
+
+impl MemorySink {
+    /// Records the visible events of freshly journaled frames. Never fails.
+    pub async fn record(&self, frames: &[Arc<EventFrame>]) {
+        let batch: Vec<NewEvidence> = frames.iter().filter_map(|f| self.evidence(f)).collect();
+        if batch.is_empty() {
+            return;
+        }
+        if let Err(err) = self.store.append(batch).await {
+            tracing::warn!(space = %self.space, error = %err, "memory evidence not recorded");
+        }
+    }
+
+    fn evidence(&self, frame: &EventFrame) -> Option<NewEvidence> {
+        if frame.stream != MAIN_STREAM {
+            return None;
+        }
+        let (actor, text) = match &frame.event {
+            Event::MessageUser { text, .. } => ("user".to_string(), text.clone()),
+            Event::MessageAssistant { text, .. } => ("assistant".to_string(), text.clone()),
+            // Memory tools' results are memory already (or acknowledgements).
+            Event::ToolCompleted { tool, .. } if tool == SEARCH_TOOL || tool == REMEMBER_TOOL => {
+                return None
+            }
+            Event::ToolCompleted { tool, output, .. } => (format!("tool:{tool}"), cap(output)),
+            _ => return None,
+        };
+        if text.trim().is_empty() {
+            return None;
+        }
+        let seq = i64::try_from(frame.seq).unwrap_or(i64::MAX);
+        Some(NewEvidence {
+            space: self.space.clone(),
+            context: frame.session_id.clone(),
+            session_id: frame.session_id.clone(),
+            actor,
+            event_time_ms: frame.ts_ms,
+            turn_order: seq,
+            text,
+            source_id: format!("{}:{}", frame.session_id, frame.seq),
+            source_offset: seq,
+        })
+    }
+}
+
+/// `text` cut to [`TOOL_OUTPUT_CAP`] bytes at a character boundary.
+fn cap(text: &str) -> String {
+    if text.len() <= TOOL_OUTPUT_CAP {
+        return text.to_string();
+    }
+    let mut end = TOOL_OUTPUT_CAP;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [truncated]", &text[..end])
+}
+
+/// The memory tools as the model sees them.
+pub(crate) fn descriptors() -> Vec<ToolDescriptor> {
+    vec![
+        ToolDescriptor {
+            name: SEARCH_TOOL.into(),
+            description: "Search this project's long-term memory (earlier sessions' messages, \
+                tool results and notes). Returns matching evidence, each with its source id."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "query": {"type": "string", "description": "What to look for."}
+                },
+                "required": ["query"]
+            }),
+            read_only: true,
+            edits_files: false,
+        },
+        ToolDescriptor {
+            name: REMEMBER_TOOL.into(),
+            description: "Record a note in this project's long-term memory, for later \
+                sessions (a fact, a decision, a preference)."
+                .into(),
+            input_schema: json!({
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "description": "The note, self-contained."}
+                },
+                "required": ["text"]
+            }),
+            read_only: true,
+            edits_files: false,
+        },
+    ]
+}
+
+pub(crate) fn descriptor(name: &str) -> Option<ToolDescriptor> {
+    descriptors().into_iter().find(|d| d.name == name)
+}
+
+fn string_arg(args: &Value, key: &str) -> Result<String, String> {
+    match args.get(key).and_then(Value::as_str).map(str::trim) {
+        Some(s) if !s.is_empty() => Ok(s.to_string()),
+        _ => Err(format!("`{key}` must be a non-empty string")),
+    }
+}
+
+/// Runs a memory tool call. Errors are tool results.
+pub(crate) async fn call(ctx: &RunContext, name: &str, args: &Value) -> ToolOutput {
+    let Some(sink) = ctx.session.memory() else {
+        return ToolOutput::error("no memory store is configured");
+    };
+    match name {
+        SEARCH_TOOL => {
+            let query = match string_arg(args, "query") {
+                Ok(q) => q,
+                Err(problem) => return ToolOutput::error(problem),
+            };
+            let recall = RecallQuery {
+                max_items: SEARCH_ITEMS,
+                token_budget: SEARCH_TOKENS,
+                ..RecallQuery::new(&sink.space, query)
+            };
+            match sink.store.recall(&recall).await {
+                Ok(found) if found.items.is_empty() => ToolOutput::ok("No matching memory."),
+                Ok(found) => ToolOutput::ok(lumina_memory::retrieve::render(&found)),
+                Err(err) => ToolOutput::error(format!("memory search failed: {err}")),
+            }
+        }
+        REMEMBER_TOOL => {
+            let text = match string_arg(args, "text") {
+                Ok(t) => t,
+                Err(problem) => return ToolOutput::error(problem),
+            };
+            let journal = ctx.session.journal();
+            let session_id = journal.session_id().to_string();
+            let seq = journal.with_projection(|p| p.head_seq).await;
+            let seq = i64::try_from(seq).unwrap_or(i64::MAX);
+            let source_id = format!("{session_id}:note:{}", uuid::Uuid::new_v4());
+            let note = NewEvidence {
+                space: sink.space.clone(),
+                context: session_id.clone(),
+                session_id,
+                actor: "user-note".into(),
+                event_time_ms: lumina_memory::now_ms(),
+                turn_order: seq,
+                text,
+                source_id: source_id.clone(),
+                source_offset: seq,
+            };
+            match sink.store.append(vec![note]).await {
+                Ok(_) => ToolOutput::ok(format!("Remembered (source {source_id}).")),
+                Err(err) => ToolOutput::error(format!("the note was not recorded: {err}")),
+            }
+        }
+        other => ToolOutput::error(format!("unknown memory tool `{other}`")),
+    }
+}
+
+/// The `# Memory (earlier evidence)` section for a run's first step and the recalled source
+/// ids, or `None` when memory is off, nothing was found, or the recall failed (logged).
+/// Evidence of the current session is left out: it is in the conversation already.
+pub(crate) async fn recall_section(ctx: &RunContext, budget: u32) -> Option<(String, Vec<String>)> {
+    let sink = ctx.session.memory()?;
+    if budget == 0 || ctx.prompt.trim().is_empty() {
+        return None;
+    }
+    let query = RecallQuery {
+        // Room for this session's own items, which are dropped below.
+        max_items: CONTEXT_ITEMS * 2,
+        token_budget: usize::try_from(budget).unwrap_or(usize::MAX),
+        ..RecallQuery::new(&sink.space, ctx.prompt.clone())
+    };
+    let recall: Recall = match sink.store.recall(&query).await {
+        Ok(r) => r,
+        Err(err) => {
+            tracing::warn!(session_id = %ctx.session.id(), error = %err, "memory recall failed");
+            return None;
+        }
+    };
+    let session_id = ctx.session.id();
+    let mut items: Vec<&RecalledItem> = recall
+        .items
+        .iter()
+        .filter(|i| i.session_id != session_id)
+        .take(CONTEXT_ITEMS)
+        .collect();
+    if items.is_empty() {
+        return None;
+    }
+    let source_ids = items.iter().map(|i| i.source_id.clone()).collect();
+    items.sort_by_key(|i| (i.event_time_ms, i.turn_order));
+    let mut section = String::from(
+        "\n\n# Memory (earlier evidence)\n\nExcerpts of earlier sessions in this project, \
+         oldest first. They may be outdated; prefer the current conversation and files.\n",
+    );
+    for item in items {
+        section.push_str(&format!(
+            "\n[source {} · {} · {}] {}",
+            item.source_id,
+            lumina_memory::time::display(item.event_time_ms),
+            item.actor,
+            item.text
+        ));
+    }
+    section.push('\n');
+    Some((section, source_ids))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn project_spaces_are_stable_and_distinct() {
+        let a = project_space(Path::new("/work/a"));
+        assert_eq!(a.len(), 16);
+        assert_eq!(a, project_space(Path::new("/work/a")));
+        assert_ne!(a, project_space(Path::new("/work/b")));
+    }
+
+    #[test]
+    fn long_tool_outputs_are_capped_at_a_char_boundary() {
+        let long = "é".repeat(TOOL_OUTPUT_CAP);
+        let capped = cap(&long);
+        assert!(capped.len() < TOOL_OUTPUT_CAP + 32);
+        assert!(capped.ends_with("… [truncated]"));
+        assert_eq!(cap("short"), "short");
+    }
+}
