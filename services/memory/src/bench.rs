@@ -18,12 +18,16 @@
 //! | README baseline: BM25 + dates | 32.7 | 55.5 | 61.9 | 68.7 | 72.6 | 66.5 | – | 0.03 / 0.05 |
 //! | lexical (FTS5 + BM25F + graph) | 40.2 | 71.0 | 79.1 | 87.1 | 91.1 | 84.7 | 42.3 | 1.7 / 3.0 |
 //! | + all-MiniLM-L6-v2 (candle) | 38.3 | 70.0 | 80.9 | 88.5 | 92.1 | 86.0 | 44.6 | 12–15 / 16–26 |
+//! | lexical, PostgreSQL store (`LOCOMO_STORE=postgres`) | 40.2 | 70.0 | 78.1 | 86.6 | 91.0 | 83.6 | 42.8 | 13–17 / 21–25 |
 //!
-//! The second row adds `--features local-embeddings` and `LOCOMO_EMBEDDINGS=minilm`; its
+//! The third row adds `--features local-embeddings` and `LOCOMO_EMBEDDINGS=minilm`; its
 //! latency moves with the machine's load. One-at-a-time ablations (lexical, R@10): no window
 //! field 67.2; two summed BM25s instead of BM25F 75.9; no graph 79.2; no span score 79.0;
 //! no full-text list 78.5; no sparse list 80.2; no coverage term 79.0; dense fused at
-//! weight 1.0 instead of 0.25: 77.2.
+//! weight 1.0 instead of 0.25: 77.2. The PostgreSQL row runs the same pipeline over the
+//! same snapshot (identical figures with the full-text list off); only its full-text list
+//! differs (PostgreSQL's `english` stemmer and stop words and lengths in distinct lexemes
+//! in place of FTS5's porter tokenizer), and its queries make database round trips.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -35,6 +39,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::embed::EmbeddingProvider;
+use crate::postgres::{PgMemory, PgMemoryOptions};
 use crate::sqlite::{SqliteMemory, SqliteOptions};
 use crate::time::{to_ms, Civil};
 use crate::{BuildLimits, Error, MemoryStore, NewEvidence, RecallQuery, Result};
@@ -54,6 +59,12 @@ pub struct BenchOptions {
     pub sqlite: SqliteOptions,
     /// A dense provider, if any.
     pub embedder: Option<Arc<dyn EmbeddingProvider>>,
+    /// Run against the PostgreSQL store at this URL (a migrated database) instead of
+    /// SQLite. The run uses a fresh tenant (`bench-<now ms>`) with the `sqlite` options'
+    /// index, retrieval and build settings.
+    pub postgres_url: Option<String>,
+    /// The PostgreSQL store's exact-search threshold (default 50,000).
+    pub exact_threshold: usize,
 }
 
 impl BenchOptions {
@@ -66,6 +77,8 @@ impl BenchOptions {
             root: None,
             sqlite: SqliteOptions::default(),
             embedder: None,
+            postgres_url: None,
+            exact_threshold: crate::postgres::DEFAULT_EXACT_THRESHOLD,
         }
     }
 }
@@ -86,7 +99,7 @@ pub struct Metrics {
 pub struct Report {
     /// "locomo".
     pub dataset: String,
-    /// "sqlite".
+    /// "sqlite" or "postgres".
     pub store: String,
     /// The retrieval fingerprint of the store.
     pub fingerprint: String,
@@ -227,7 +240,30 @@ pub async fn bench_locomo(opts: BenchOptions) -> Result<Report> {
             tmp.path().to_path_buf()
         }
     };
-    let store = SqliteMemory::open(&root, opts.sqlite.clone(), opts.embedder.clone())?;
+    let (store, kind, fingerprint): (Arc<dyn MemoryStore>, &str, String) = match &opts.postgres_url
+    {
+        Some(url) => {
+            let pg = PgMemory::connect(
+                url,
+                PgMemoryOptions {
+                    tenant: format!("bench-{}", crate::now_ms()),
+                    exact_threshold: opts.exact_threshold,
+                    index: opts.sqlite.index.clone(),
+                    retrieval: opts.sqlite.retrieval.clone(),
+                    build: opts.sqlite.build,
+                    ..PgMemoryOptions::default()
+                },
+                opts.embedder.clone(),
+            )?;
+            let fingerprint = pg.fingerprint().to_owned();
+            (Arc::new(pg), "postgres", fingerprint)
+        }
+        None => {
+            let sqlite = SqliteMemory::open(&root, opts.sqlite.clone(), opts.embedder.clone())?;
+            let fingerprint = sqlite.fingerprint().to_owned();
+            (Arc::new(sqlite), "sqlite", fingerprint)
+        }
+    };
 
     let mut turns = 0usize;
     let started = Instant::now();
@@ -301,8 +337,8 @@ pub async fn bench_locomo(opts: BenchOptions) -> Result<Report> {
     };
     let mut report = Report {
         dataset: "locomo".into(),
-        store: "sqlite".into(),
-        fingerprint: store.fingerprint().to_owned(),
+        store: kind.into(),
+        fingerprint,
         conversations: data.len(),
         turns,
         ingest_turns_per_sec: turns as f64 / ingest_secs.max(1e-9),

@@ -12,6 +12,17 @@ pub enum Error {
         /// The source id that clashed.
         source_id: String,
     },
+    /// A writer with a newer fence has written to the space: this writer must stop
+    /// (SYSTEM.md §6, as the journal's fences).
+    #[error("space {space} is fenced: writer fence {fence} < recorded fence {current}")]
+    Fenced {
+        /// The project space.
+        space: String,
+        /// This writer's fence.
+        fence: u64,
+        /// The fence recorded for the space.
+        current: u64,
+    },
     /// The request is malformed (an empty space or source id, a zero limit …).
     #[error("invalid request: {0}")]
     Invalid(String),

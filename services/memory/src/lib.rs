@@ -10,7 +10,8 @@
 //! - the **read path** ([`retrieve`]): one pipeline for every query, from the alignment
 //!   check to the organized context, every item carrying its source event id;
 //! - **embedding providers** ([`embed`]);
-//! - the SQLite backend ([`sqlite::SqliteMemory`]), the backend-independent
+//! - the SQLite backend ([`sqlite::SqliteMemory`]), the PostgreSQL backend
+//!   ([`postgres::PgMemory`]), the backend-independent
 //!   [`conformance`] suite, and the LoCoMo retrieval benchmark ([`mod@bench`]).
 #![warn(missing_docs)]
 
@@ -19,6 +20,7 @@ pub mod conformance;
 pub mod derive;
 pub mod embed;
 mod error;
+pub mod postgres;
 pub mod retrieve;
 pub mod sqlite;
 pub mod text;

@@ -1,12 +1,14 @@
 //! Integration tests of lumina-memory: the conformance suite against the SQLite store,
 //! then SQLite-specific behaviour (ledger immutability, fingerprints and rebuilds, resumable
-//! index builds, embeddings) and the LoCoMo benchmark (ignored; run by hand).
+//! index builds, embeddings), the PostgreSQL store (`postgres`: the same suite and its own
+//! checks) and the LoCoMo benchmark (ignored; run by hand).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bench;
 mod embeddings;
 #[cfg(feature = "local-embeddings")]
 mod local;
+mod postgres;
 mod sqlite;
 
 use std::sync::Arc;

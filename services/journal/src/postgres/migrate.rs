@@ -24,14 +24,21 @@ pub struct Migration {
 }
 
 /// Every migration, in order. Append only: an applied file is never edited.
-pub const MIGRATIONS: &[Migration] = &[Migration {
-    version: 1,
-    name: "0001_journal.sql",
-    sql: include_str!("../../../../sql/postgres/0001_journal.sql"),
-}];
+pub const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "0001_journal.sql",
+        sql: include_str!("../../../../sql/postgres/0001_journal.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "0002_memory.sql",
+        sql: include_str!("../../../../sql/postgres/0002_memory.sql"),
+    },
+];
 
 /// The schema version this build reads and writes (the last entry of [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 1;
+pub const SCHEMA_VERSION: i32 = 2;
 
 /// The `pg_advisory_xact_lock` key serializing migrations ("Lumina" in ASCII).
 pub const MIGRATION_LOCK_KEY: i64 = 0x4c75_6d69_6e61;

@@ -138,11 +138,14 @@ struct Candidate {
 }
 
 /// Runs the pipeline after alignment and encoding. `fulltext` is the backend's full-text
-/// candidate list (event id, score), best first.
+/// candidate list (event id, score), best first. `dense` is the backend's approximate
+/// nearest-neighbour list (event id, cosine), best first, when it searched an ANN index;
+/// `None` runs exact cosine over the snapshot's vectors.
 pub(crate) fn run(
     snap: &Snapshot,
     q: &EncodedQuery,
     fulltext: &[(u64, f32)],
+    dense: Option<&[(u64, f32)]>,
     options: &RetrievalOptions,
     query: &RecallQuery,
     mut stats: RecallStats,
@@ -160,8 +163,14 @@ pub(crate) fn run(
         .take(options.candidates)
         .collect();
     let sparse = top(sparse_scores(snap, &term_ids, options), options.candidates);
-    let dense = match &q.dense {
-        Some(v) if snap.dims == v.len() => top(dense_scores(snap, v), options.candidates),
+    let dense = match (&q.dense, dense) {
+        (Some(_), Some(ann)) => top(
+            ann.iter()
+                .filter_map(|&(id, s)| snap.by_event.get(&id).map(|&d| (d, s)))
+                .collect(),
+            options.candidates,
+        ),
+        (Some(v), None) if snap.dims == v.len() => top(dense_scores(snap, v), options.candidates),
         _ => Vec::new(),
     };
     stats.fulltext = fulltext.len();

@@ -283,7 +283,9 @@ impl MemoryStore for SqliteMemory {
                 rebuilt: aligned.rebuilt,
                 ..RecallStats::default()
             };
-            Ok(retrieve::run(&snap, &encoded, &fulltext, o, &query, stats))
+            Ok(retrieve::run(
+                &snap, &encoded, &fulltext, None, o, &query, stats,
+            ))
         })
         .await
     }

@@ -3,7 +3,9 @@
 //! `LOCOMO_DIR` overrides the data folder; `LOCOMO_OUTPUT` writes the JSON report;
 //! `LOCOMO_OPTIONS` is a JSON object of `RetrievalOptions` overrides; `LOCOMO_WINDOW` sets
 //! the index window; with the `local-embeddings` feature, `LOCOMO_EMBEDDINGS=minilm` adds
-//! dense vectors from the local all-MiniLM-L6-v2.
+//! dense vectors from the local all-MiniLM-L6-v2. `LOCOMO_STORE=postgres` runs it on the
+//! PostgreSQL store (a fresh database on the test server) instead of SQLite;
+//! `LOCOMO_EXACT_THRESHOLD` sets that store's exact/HNSW threshold.
 
 use std::path::PathBuf;
 
@@ -34,6 +36,12 @@ async fn locomo_dev() {
     if std::env::var("LOCOMO_EMBEDDINGS").as_deref() == Ok("minilm") {
         let model = lumina_memory::embed::LocalMiniLm::load(&super::local::model_dir()).unwrap();
         opts.embedder = Some(std::sync::Arc::new(model));
+    }
+    if std::env::var("LOCOMO_STORE").as_deref() == Ok("postgres") {
+        opts.postgres_url = Some(super::postgres::fresh_database().await.0);
+    }
+    if let Ok(t) = std::env::var("LOCOMO_EXACT_THRESHOLD") {
+        opts.exact_threshold = t.parse().unwrap();
     }
     let report = bench_locomo(opts).await.unwrap();
     println!("{report}");

@@ -1,0 +1,430 @@
+//! The PostgreSQL backend (SYSTEM.md §9 cluster mode): one database holds the Memory
+//! Fabric of many tenants, every table keyed by (tenant, space), created by migration
+//! `sql/postgres/0002_memory.sql` (applied by `lumina_journal::postgres::migrate`).
+//!
+//! - The ledger (`memory_evidence`) is immutable (a trigger refuses UPDATE, DELETE and
+//!   TRUNCATE) and carries a generated `tsvector` column with a GIN index; with each
+//!   generation's window `tsvector`s (`memory_windows`) it gives the full-text candidate
+//!   list, BM25F as FTS5 scores it ([`fulltext`]).
+//! - Index generations, build checkpoints and the published pointer live in
+//!   `memory_generations`, `memory_checkpoints` and `memory_publication`; the job is the
+//!   SQLite store's (resumable, atomically published, fingerprint-versioned).
+//! - Dense vectors are pgvector `vector`s: exact cosine (over the in-memory snapshot)
+//!   while a space has fewer indexed rows than [`PgMemoryOptions::exact_threshold`]
+//!   (default 50,000), an HNSW index on `embedding::vector(N)` from then on.
+//! - Every write (ledger appends and index batches) first locks the space's fence row
+//!   and is refused with [`Error::Fenced`] when a newer writer has written, as the journal.
+//!
+//! Index maintenance is serialized per process (an async lock); concurrent builders in
+//! several processes stay correct (idempotent upserts, fenced batches) but may duplicate
+//! work.
+//!
+//! The read path is the shared one: the lexical snapshot (BM25F postings, graph) is
+//! derived from the indexed ledger rows with the same analysis the SQLite index stores
+//! ([`lexical`]), so both backends run one pipeline over identical inputs.
+
+mod build;
+mod db;
+mod fulltext;
+mod index;
+mod ledger;
+mod lexical;
+
+use std::collections::HashMap;
+use std::str::FromStr;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use deadpool_postgres::{Manager, ManagerConfig, Object, Pool, RecyclingMethod, Runtime};
+use tracing::instrument;
+
+pub use self::db::redact_url;
+use self::db::PgResultExt;
+use crate::derive::{config_fingerprint, IndexOptions};
+use crate::embed::EmbeddingProvider;
+use crate::retrieve::snapshot::Snapshot;
+use crate::retrieve::{self, RetrievalOptions};
+use crate::{
+    Appended, BuildLimits, Error, Evidence, IndexStatus, LedgerHead, MemoryStore, NewEvidence,
+    Recall, RecallQuery, RecallStats, Result, SyncReport,
+};
+
+/// The default number of indexed rows in a space from which dense search uses HNSW.
+pub const DEFAULT_EXACT_THRESHOLD: usize = 50_000;
+
+/// Settings of the PostgreSQL store.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PgMemoryOptions {
+    /// The tenant whose spaces this store reads and writes (never crossed).
+    pub tenant: String,
+    /// This writer's fence (the cluster's lease epoch): writes are refused once a larger
+    /// one has written to the space.
+    pub fence: u64,
+    /// Spaces with fewer indexed rows search vectors exactly; from this many on, through
+    /// their HNSW index. Default [`DEFAULT_EXACT_THRESHOLD`].
+    pub exact_threshold: usize,
+    /// Index-time options (part of the fingerprint).
+    pub index: IndexOptions,
+    /// Query-time options.
+    pub retrieval: RetrievalOptions,
+    /// Batch size of the alignment job run by queries.
+    pub build: BuildLimits,
+    /// Pooled connections at most (default 8).
+    pub pool_size: usize,
+    /// Connection timeout (default 5 s).
+    pub connect_timeout: Duration,
+}
+
+impl Default for PgMemoryOptions {
+    fn default() -> Self {
+        Self {
+            tenant: "default".to_owned(),
+            fence: 0,
+            exact_threshold: DEFAULT_EXACT_THRESHOLD,
+            index: IndexOptions::default(),
+            retrieval: RetrievalOptions::default(),
+            build: BuildLimits::default(),
+            pool_size: 8,
+            connect_timeout: Duration::from_secs(5),
+        }
+    }
+}
+
+/// A [`MemoryStore`] over PostgreSQL for one tenant. Cheap to clone.
+#[derive(Clone)]
+pub struct PgMemory {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for PgMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PgMemory")
+            .field("tenant", &self.inner.options.tenant)
+            .field("fingerprint", &self.inner.fingerprint)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A space's read view: the snapshot and the full-text statistics of the same rows.
+#[derive(Clone)]
+struct View {
+    snap: Arc<Snapshot>,
+    fulltext_stats: (f64, f64),
+}
+
+/// A cached read view and the index position it was loaded for.
+type CachedSnapshot = (u64, LedgerHead, View);
+
+struct Inner {
+    pool: Pool,
+    embedder: Option<Arc<dyn EmbeddingProvider>>,
+    options: PgMemoryOptions,
+    fingerprint: String,
+    maintenance: tokio::sync::Mutex<()>,
+    snapshots: Mutex<HashMap<String, CachedSnapshot>>,
+}
+
+impl PgMemory {
+    /// A store over a pool of connections to `url` (a migrated database). Connects
+    /// lazily; the URL's password never appears in errors.
+    pub fn connect(
+        url: &str,
+        options: PgMemoryOptions,
+        embedder: Option<Arc<dyn EmbeddingProvider>>,
+    ) -> Result<Self> {
+        let mut config = tokio_postgres::Config::from_str(url).map_err(|_| {
+            Error::Invalid(format!(
+                "postgres: invalid connection URL {}",
+                redact_url(url)
+            ))
+        })?;
+        config.connect_timeout(options.connect_timeout);
+        if config.get_application_name().is_none() {
+            config.application_name("lumina-memory");
+        }
+        let manager = Manager::from_config(
+            config,
+            tokio_postgres::NoTls,
+            ManagerConfig {
+                recycling_method: RecyclingMethod::Fast,
+            },
+        );
+        let pool = Pool::builder(manager)
+            .max_size(options.pool_size.max(1))
+            .runtime(Runtime::Tokio1)
+            .create_timeout(Some(options.connect_timeout))
+            .wait_timeout(Some(options.connect_timeout))
+            .build()
+            .map_err(|e| Error::Unavailable(format!("postgres: cannot build the pool: {e}")))?;
+        Ok(Self::from_pool(pool, options, embedder))
+    }
+
+    /// A store over an existing pool.
+    pub fn from_pool(
+        pool: Pool,
+        options: PgMemoryOptions,
+        embedder: Option<Arc<dyn EmbeddingProvider>>,
+    ) -> Self {
+        let fingerprint = config_fingerprint(
+            &options.index,
+            embedder.as_ref().map(|e| (e.model_id(), e.dims())),
+        );
+        Self {
+            inner: Arc::new(Inner {
+                pool,
+                embedder,
+                options,
+                fingerprint,
+                maintenance: tokio::sync::Mutex::new(()),
+                snapshots: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The tenant this store serves.
+    pub fn tenant(&self) -> &str {
+        &self.inner.options.tenant
+    }
+
+    /// The configuration fingerprint this store builds.
+    pub fn fingerprint(&self) -> &str {
+        &self.inner.fingerprint
+    }
+
+    /// Whether dense search of `space` goes through its HNSW index (the published
+    /// generation has one).
+    pub async fn uses_hnsw(&self, space: &str) -> Result<bool> {
+        let c = self.client().await?;
+        let Some((generation, _)) = index::publication(&**c, self.tenant()).await? else {
+            return Ok(false);
+        };
+        Ok(index::hnsw_index(&**c, self.tenant(), generation, space)
+            .await?
+            .is_some())
+    }
+
+    async fn client(&self) -> Result<Object> {
+        self.inner.pool.get().await.pg("get a connection")
+    }
+
+    fn clear_snapshots(&self) {
+        self.inner
+            .snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
+    /// Creates the space's HNSW index once it has `rows >= exact_threshold` indexed rows
+    /// with vectors.
+    async fn ensure_hnsw(&self, generation: u64, space: &str, rows: u64) -> Result<()> {
+        let Some(embedder) = &self.inner.embedder else {
+            return Ok(());
+        };
+        if rows < self.inner.options.exact_threshold as u64 {
+            return Ok(());
+        }
+        let mut c = self.client().await?;
+        if index::hnsw_index(&**c, self.tenant(), generation, space)
+            .await?
+            .is_none()
+        {
+            index::create_hnsw(&mut c, self.tenant(), generation, space, embedder.dims()).await?;
+            tracing::info!(
+                tenant = self.tenant(),
+                space,
+                rows,
+                "memory HNSW index built"
+            );
+        }
+        Ok(())
+    }
+
+    /// The read view of a space at the published generation, loaded when the cached one
+    /// is older than `indexed`.
+    async fn snapshot(&self, space: &str, generation: u64, indexed: &LedgerHead) -> Result<View> {
+        if let Some((g, head, view)) = self
+            .inner
+            .snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(space)
+        {
+            if *g == generation && head == indexed {
+                return Ok(view.clone());
+            }
+        }
+        let c = self.client().await?;
+        let rows = ledger::read(
+            &**c,
+            self.tenant(),
+            space,
+            0,
+            Some(indexed.last_event_id),
+            usize::MAX,
+        )
+        .await?;
+        let vectors = index::vectors(&**c, self.tenant(), generation, space).await?;
+        let fulltext_stats = fulltext::fulltext_stats(
+            &**c,
+            self.tenant(),
+            generation,
+            space,
+            indexed.last_event_id,
+        )
+        .await?;
+        drop(c);
+        let evidence: Vec<Evidence> = rows.into_iter().map(|r| r.evidence).collect();
+        let window = self.inner.options.index.window;
+        let retrieval = self.inner.options.retrieval.clone();
+        let snap = tokio::task::spawn_blocking(move || {
+            Snapshot::build(
+                lexical::snapshot_parts(evidence, vectors, window),
+                &retrieval,
+            )
+        })
+        .await
+        .map_err(|e| Error::Unavailable(format!("memory worker failed: {e}")))?;
+        let view = View {
+            snap: Arc::new(snap),
+            fulltext_stats,
+        };
+        self.inner
+            .snapshots
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                space.to_owned(),
+                (generation, indexed.clone(), view.clone()),
+            );
+        Ok(view)
+    }
+}
+
+#[async_trait]
+impl MemoryStore for PgMemory {
+    #[instrument(skip_all, fields(tenant = %self.tenant(), rows = batch.len()))]
+    async fn append(&self, batch: Vec<NewEvidence>) -> Result<Vec<Appended>> {
+        let mut c = self.client().await?;
+        ledger::append(&mut c, self.tenant(), self.inner.options.fence, &batch).await
+    }
+
+    async fn read(&self, space: &str, after_event_id: u64, limit: usize) -> Result<Vec<Evidence>> {
+        let c = self.client().await?;
+        Ok(
+            ledger::read(&**c, self.tenant(), space, after_event_id, None, limit)
+                .await?
+                .into_iter()
+                .map(|r| r.evidence)
+                .collect(),
+        )
+    }
+
+    async fn get(&self, space: &str, event_ids: &[u64]) -> Result<Vec<Evidence>> {
+        let c = self.client().await?;
+        Ok(ledger::get(&**c, self.tenant(), space, event_ids)
+            .await?
+            .into_iter()
+            .map(|r| r.evidence)
+            .collect())
+    }
+
+    async fn head(&self, space: &str) -> Result<LedgerHead> {
+        let c = self.client().await?;
+        ledger::head(&**c, self.tenant(), space).await
+    }
+
+    async fn spaces(&self) -> Result<Vec<String>> {
+        let c = self.client().await?;
+        ledger::spaces(&**c, self.tenant()).await
+    }
+
+    async fn status(&self, space: &str) -> Result<IndexStatus> {
+        build::status(self, space).await
+    }
+
+    #[instrument(skip_all, fields(tenant = %self.tenant()))]
+    async fn sync(&self, limits: BuildLimits) -> Result<SyncReport> {
+        build::sync(self, limits).await
+    }
+
+    #[instrument(skip_all, fields(tenant = %self.tenant(), space = %query.space))]
+    async fn recall(&self, query: &RecallQuery) -> Result<Recall> {
+        if query.space.is_empty() || query.max_items == 0 {
+            return Err(Error::Invalid(
+                "a recall needs a space and max_items > 0".into(),
+            ));
+        }
+        // 1. Alignment check (catches up or rebuilds when needed).
+        let aligned = build::align(self, &query.space).await?;
+        // 2. Query encoding.
+        let dense = match &self.inner.embedder {
+            Some(e) => e
+                .embed(std::slice::from_ref(&query.text))
+                .await?
+                .into_iter()
+                .next(),
+            None => None,
+        };
+        let encoded = retrieve::encode(&query.text, dense);
+        let view = self
+            .snapshot(&query.space, aligned.generation, &aligned.indexed)
+            .await?;
+        let o = &self.inner.options.retrieval;
+        let mut c = self.client().await?;
+        // 3. The backend's candidate lists: full text, and HNSW above the threshold.
+        let words = lexical::query_words(&encoded.fulltext);
+        let fulltext = fulltext::fulltext(
+            &**c,
+            self.tenant(),
+            &fulltext::FulltextQuery {
+                generation: aligned.generation,
+                space: &query.space,
+                until: aligned.indexed.last_event_id,
+                words: &words,
+                stats: view.fulltext_stats,
+                window_weight: f64::from(o.window_weight),
+                limit: o.candidates,
+            },
+        )
+        .await?;
+        let ann = match &encoded.dense {
+            Some(v) if aligned.indexed.rows >= self.inner.options.exact_threshold as u64 => {
+                match index::hnsw_index(&**c, self.tenant(), aligned.generation, &query.space)
+                    .await?
+                {
+                    Some(_) => Some(
+                        index::nearest(
+                            &mut c,
+                            self.tenant(),
+                            aligned.generation,
+                            &query.space,
+                            v,
+                            o.candidates,
+                        )
+                        .await?,
+                    ),
+                    None => None,
+                }
+            }
+            _ => None,
+        };
+        drop(c);
+        let stats = RecallStats {
+            generation: aligned.generation,
+            aligned_rows: aligned.rows,
+            rebuilt: aligned.rebuilt,
+            ..RecallStats::default()
+        };
+        Ok(retrieve::run(
+            &view.snap,
+            &encoded,
+            &fulltext,
+            ann.as_deref(),
+            o,
+            query,
+            stats,
+        ))
+    }
+}

@@ -1,0 +1,352 @@
+//! The PostgreSQL store: the conformance suite on a fresh database per test (the shared
+//! test server), then tenant isolation, ledger immutability, fencing, resumable builds and
+//! the exact/HNSW threshold.
+
+use std::sync::Arc;
+
+use lumina_memory::conformance::{sample_conversation, StoreFixture, SPACE};
+use lumina_memory::embed::{EmbeddingProvider, HashEmbeddings};
+use lumina_memory::postgres::{PgMemory, PgMemoryOptions};
+use lumina_memory::{BuildLimits, Error, MemoryStore, NewEvidence, RecallQuery, RetrievalOptions};
+use lumina_testkit::postgres::PgServer;
+use pretty_assertions::assert_eq;
+
+/// A fresh, migrated database on the shared server: (URL, database name).
+pub async fn fresh_database() -> (String, String) {
+    let url = tokio::task::spawn_blocking(|| {
+        PgServer::shared()
+            .unwrap()
+            .create_unique_database("memory")
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let journal = lumina_journal::postgres::PgJournal::connect(&url, 1).unwrap();
+    journal.migrate().await.unwrap();
+    let name = url.rsplit('/').next().unwrap().to_owned();
+    (url, name)
+}
+
+/// The options a store was made with: its tenant and threshold (what these tests vary).
+fn store_options(store: &PgMemory) -> PgMemoryOptions {
+    let threshold = if store.tenant() == "hnsw" { 50 } else { 50_000 };
+    PgMemoryOptions {
+        exact_threshold: threshold,
+        ..options(store.tenant())
+    }
+}
+
+fn options(tenant: &str) -> PgMemoryOptions {
+    PgMemoryOptions {
+        tenant: tenant.to_owned(),
+        pool_size: 4,
+        ..PgMemoryOptions::default()
+    }
+}
+
+/// A store on its own database.
+pub struct PgStore {
+    pub store: Arc<PgMemory>,
+    pub url: String,
+    pub database: String,
+}
+
+impl StoreFixture for PgStore {
+    fn store(&self) -> Arc<dyn MemoryStore> {
+        self.store.clone()
+    }
+}
+
+/// A fresh PostgreSQL store (tenant `t1`) on a fresh database.
+pub async fn pg_store() -> PgStore {
+    let (url, database) = fresh_database().await;
+    let store = Arc::new(PgMemory::connect(&url, options("t1"), None).unwrap());
+    PgStore {
+        store,
+        url,
+        database,
+    }
+}
+
+mod conformance {
+    lumina_memory::memory_conformance_suite!(super::pg_store());
+}
+
+fn psql(database: &str, sql: &str) -> anyhow::Result<String> {
+    PgServer::shared().unwrap().psql(database, sql)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tenants_with_the_same_space_never_meet() {
+    let fixture = pg_store().await;
+    let a = fixture.store.clone();
+    let b = PgMemory::connect(&fixture.url, options("t2"), None).unwrap();
+    a.append(sample_conversation(SPACE)).await.unwrap();
+    let mut other = sample_conversation(SPACE);
+    for e in &mut other {
+        e.text = format!("{} (tenant two)", e.text);
+    }
+    b.append(other[..3].to_vec()).await.unwrap();
+
+    assert_eq!(a.head(SPACE).await.unwrap().rows, 10);
+    assert_eq!(b.head(SPACE).await.unwrap().rows, 3);
+    assert_eq!(b.spaces().await.unwrap(), vec![SPACE.to_owned()]);
+    let a_ids: Vec<u64> = a
+        .read(SPACE, 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|e| e.event_id)
+        .collect();
+    assert!(b.get(SPACE, &a_ids).await.unwrap().is_empty());
+    assert!(b
+        .read(SPACE, 0, 100)
+        .await
+        .unwrap()
+        .iter()
+        .all(|e| e.row.text.ends_with("(tenant two)")));
+
+    let recall = b
+        .recall(&RecallQuery::new(SPACE, "Is the dog afraid of water?"))
+        .await
+        .unwrap();
+    assert!(recall.items.iter().all(|i| !a_ids.contains(&i.event_id)));
+    let recall = a
+        .recall(&RecallQuery::new(SPACE, "sourdough starter"))
+        .await
+        .unwrap();
+    assert!(!recall.items.is_empty());
+    assert!(recall.items.iter().all(|i| a_ids.contains(&i.event_id)));
+    // Each tenant has its own generations.
+    assert!(b.status(SPACE).await.unwrap().aligned());
+    assert!(a.status(SPACE).await.unwrap().aligned());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ledger_is_immutable_in_the_database() {
+    let fixture = pg_store().await;
+    fixture
+        .store
+        .append(sample_conversation(SPACE))
+        .await
+        .unwrap();
+    for sql in [
+        "UPDATE memory_evidence SET text = 'changed'",
+        "DELETE FROM memory_evidence",
+        "TRUNCATE memory_evidence",
+    ] {
+        let err = psql(&fixture.database, sql).unwrap_err();
+        assert!(format!("{err:#}").contains("immutable"), "{sql}: {err:#}");
+    }
+    assert_eq!(fixture.store.head(SPACE).await.unwrap().rows, 10);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_fences_are_refused() {
+    let fixture = pg_store().await;
+    let old = PgMemory::connect(
+        &fixture.url,
+        PgMemoryOptions {
+            fence: 1,
+            ..options("t1")
+        },
+        None,
+    )
+    .unwrap();
+    let new = PgMemory::connect(
+        &fixture.url,
+        PgMemoryOptions {
+            fence: 2,
+            ..options("t1")
+        },
+        None,
+    )
+    .unwrap();
+    let rows = sample_conversation(SPACE);
+    old.append(rows[..2].to_vec()).await.unwrap();
+    new.append(rows[2..4].to_vec()).await.unwrap();
+    match old.append(rows[4..].to_vec()).await {
+        Err(Error::Fenced {
+            fence: 1,
+            current: 2,
+            ..
+        }) => {}
+        other => panic!("expected Fenced, got {other:?}"),
+    }
+    // The stale writer's index job is refused too; the current one's proceeds.
+    assert!(matches!(
+        old.sync(BuildLimits::default()).await,
+        Err(Error::Fenced { .. })
+    ));
+    new.sync(BuildLimits::default()).await.unwrap();
+    assert_eq!(new.head(SPACE).await.unwrap().rows, 4);
+    // Another space has its own fence.
+    let mut elsewhere = rows[4].clone();
+    elsewhere.space = "project-z".into();
+    old.append(vec![elsewhere]).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interrupted_builds_resume_and_publish_once() {
+    let fixture = pg_store().await;
+    let store = &fixture.store;
+    store.append(sample_conversation(SPACE)).await.unwrap();
+    let first = store
+        .sync(BuildLimits {
+            batch_rows: 3,
+            stop_after_rows: Some(4),
+        })
+        .await
+        .unwrap();
+    assert!(first.paused && first.rebuilt && !first.published);
+    assert_eq!(first.rows_indexed, 4);
+    assert_eq!(store.status(SPACE).await.unwrap().generation, 0);
+    let second = store.sync(BuildLimits::default()).await.unwrap();
+    assert_eq!(
+        (second.generation, second.rows_indexed),
+        (first.generation, 6)
+    );
+    assert!(second.published);
+    assert!(store.status(SPACE).await.unwrap().aligned());
+    let rows = psql(
+        &fixture.database,
+        "SELECT count(*) FROM memory_generations WHERE tenant = 't1'",
+    )
+    .unwrap();
+    assert_eq!(rows, "1");
+}
+
+/// A synthetic set: `n` facts "<name> keeps a <colour> <thing> in <place>", each asked
+/// about once. Returns the rows and (question, source id) pairs.
+fn synthetic(space: &str, n: usize) -> (Vec<NewEvidence>, Vec<(String, String)>) {
+    const NAMES: &[&str] = &["Ana", "Ben", "Cora", "Dan", "Eli", "Fay", "Gus", "Hana"];
+    const COLOURS: &[&str] = &["red", "blue", "green", "amber", "violet", "white"];
+    const THINGS: &[&str] = &[
+        "kayak",
+        "guitar",
+        "bicycle",
+        "telescope",
+        "lantern",
+        "notebook",
+        "camera",
+    ];
+    const PLACES: &[&str] = &[
+        "garage", "attic", "cellar", "office", "shed", "studio", "barn", "loft", "porch",
+    ];
+    let (mut rows, mut questions) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let (name, colour) = (NAMES[i % NAMES.len()], COLOURS[i % COLOURS.len()]);
+        let (thing, place) = (THINGS[i % THINGS.len()], PLACES[(i / 3) % PLACES.len()]);
+        let source_id = format!("f{i}");
+        rows.push(NewEvidence {
+            space: space.to_owned(),
+            context: format!("session-{}", i / 10),
+            session_id: format!("session-{}", i / 10),
+            actor: name.to_owned(),
+            event_time_ms: 1_700_000_000_000 + i as i64 * 60_000,
+            turn_order: (i % 10) as i64,
+            text: format!("I keep my {colour} {thing} in the {place}."),
+            source_id: source_id.clone(),
+            source_offset: i as i64,
+        });
+        questions.push((
+            format!("Where does {name} keep the {colour} {thing}?"),
+            source_id,
+        ));
+    }
+    (rows, questions)
+}
+
+async fn recall_at(store: &PgMemory, space: &str, questions: &[(String, String)], k: usize) -> f64 {
+    let mut hits = 0usize;
+    for (q, source) in questions {
+        let mut query = RecallQuery::new(space, q.as_str());
+        query.max_items = k;
+        query.token_budget = usize::MAX;
+        let recall = store.recall(&query).await.unwrap();
+        if recall.items.iter().any(|i| &i.source_id == source) {
+            hits += 1;
+        }
+    }
+    100.0 * hits as f64 / questions.len() as f64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn crossing_the_hnsw_threshold_keeps_recall() {
+    let (url, database) = fresh_database().await;
+    let embedder: Arc<dyn EmbeddingProvider> = Arc::new(HashEmbeddings::new(64));
+    let exact = PgMemory::connect(&url, options("exact"), Some(embedder.clone())).unwrap();
+    let hnsw = PgMemory::connect(
+        &url,
+        PgMemoryOptions {
+            exact_threshold: 50,
+            ..options("hnsw")
+        },
+        Some(embedder),
+    )
+    .unwrap();
+    let (rows, questions) = synthetic(SPACE, 400);
+    for store in [&exact, &hnsw] {
+        store.append(rows.clone()).await.unwrap();
+        store.sync(BuildLimits::default()).await.unwrap();
+    }
+    assert!(!exact.uses_hnsw(SPACE).await.unwrap());
+    assert!(hnsw.uses_hnsw(SPACE).await.unwrap());
+    // The partial expression index matches the query shape of the read path.
+    let plan = psql(
+        &database,
+        &format!(
+            "SET enable_seqscan = off; EXPLAIN SELECT event_id FROM memory_vectors \
+             WHERE tenant = 'hnsw' AND generation = 1 AND space = '{SPACE}' \
+             ORDER BY embedding::vector(64) <=> (SELECT embedding::vector(64) \
+             FROM memory_vectors LIMIT 1) LIMIT 10"
+        ),
+    )
+    .unwrap();
+    assert!(plan.contains("memory_hnsw_"), "{plan}");
+
+    // The whole pipeline, then dense retrieval alone (no lexical lists, graph or sparse
+    // span score), where the HNSW candidate list decides everything. The stores differ
+    // only in query-time options, so they read the same published generations.
+    let dense_only = RetrievalOptions {
+        fulltext_weight: 0.0,
+        sparse_weight: 0.0,
+        dense_weight: 1.0,
+        graph_weight: 0.0,
+        span_sparse: 0.0,
+        coverage_weight: 0.0,
+        ..RetrievalOptions::default()
+    };
+    for (label, retrieval) in [("full", RetrievalOptions::default()), ("dense", dense_only)] {
+        let with = |store: &PgMemory| {
+            PgMemory::connect(
+                &url,
+                PgMemoryOptions {
+                    retrieval: retrieval.clone(),
+                    ..store_options(store)
+                },
+                Some(Arc::new(HashEmbeddings::new(64))),
+            )
+            .unwrap()
+        };
+        let (exact, hnsw) = (with(&exact), with(&hnsw));
+        // The HNSW store's dense list comes from the index, the exact one's from the scan.
+        for store in [&exact, &hnsw] {
+            let recall = store
+                .recall(&RecallQuery::new(SPACE, questions[0].0.as_str()))
+                .await
+                .unwrap();
+            assert!(recall.stats.dense > 0, "{label}: {:?}", recall.stats);
+        }
+        for k in [1, 5] {
+            let exact_recall = recall_at(&exact, SPACE, &questions, k).await;
+            let hnsw_recall = recall_at(&hnsw, SPACE, &questions, k).await;
+            println!("synthetic {label} R@{k}: exact {exact_recall:.1}, hnsw {hnsw_recall:.1}");
+            assert!(exact_recall > 20.0, "{label} exact R@{k} {exact_recall}");
+            assert!(
+                (exact_recall - hnsw_recall).abs() <= 2.0,
+                "{label} R@{k}: exact {exact_recall} vs hnsw {hnsw_recall}"
+            );
+        }
+    }
+}
