@@ -45,9 +45,12 @@ pub enum BenchCommand {
         /// The question relevance file (`locomo-*.qrels.jsonl`).
         #[arg(long)]
         qrels: PathBuf,
-        /// Memory store (`sqlite`; the PostgreSQL memory store is not built yet).
+        /// Memory store: `sqlite`, or `postgres` (needs --postgres-url).
         #[arg(long, default_value = "sqlite")]
         store: String,
+        /// PostgreSQL (with pgvector) for `--store postgres`; the schema is migrated first.
+        #[arg(long)]
+        postgres_url: Option<String>,
         /// Cut-offs, comma-separated.
         #[arg(long, default_value = "1,5,10,25,50")]
         k: String,
@@ -95,6 +98,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             data,
             qrels,
             store,
+            postgres_url,
             k,
             output,
         } => {
@@ -102,11 +106,17 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
                 dataset == "locomo",
                 "unknown dataset `{dataset}` (only `locomo`)"
             );
-            anyhow::ensure!(
-                store == "sqlite",
-                "--store {store}: only the sqlite memory store exists in this build"
-            );
             let mut options = lumina_memory::bench::BenchOptions::new(data, qrels);
+            match store.as_str() {
+                "sqlite" => {}
+                "postgres" => {
+                    let url = postgres_url.context("--store postgres needs --postgres-url")?;
+                    let pg = lumina_journal::postgres::PgJournal::connect(&url, 2)?;
+                    pg.migrate().await.context("migrating the database")?;
+                    options.postgres_url = Some(url);
+                }
+                other => anyhow::bail!("--store {other}: use sqlite or postgres"),
+            }
             options.ks = k
                 .split(',')
                 .map(|v| v.trim().parse::<usize>())
