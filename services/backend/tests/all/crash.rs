@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use lumina_backend::endpoint;
 use lumina_client::Client;
-use lumina_protocol::methods::{SessionCreateParams, SessionSubmitParams};
+use lumina_protocol::methods::SessionSubmitParams;
 use lumina_testkit::{ScriptedModelServer, Turn};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -77,14 +77,7 @@ async fn crash_and_recover(turn: Turn, wait_for: &str, tail: Vec<&str>) {
     let (client, mut notes) = Client::connect(&backend.url, Some(&backend.token))
         .await
         .unwrap();
-    let session = client
-        .session_create(&SessionCreateParams {
-            project_root: Some(project.display().to_string()),
-            title: None,
-        })
-        .await
-        .unwrap();
-    client.session_resume(&session.id, 0).await.unwrap();
+    let session = create_and_resume(&client, &project).await;
     let params = SessionSubmitParams {
         session_id: session.id.clone(),
         idempotency_key: "the-one-key".into(),

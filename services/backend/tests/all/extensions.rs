@@ -5,7 +5,7 @@
 mod hooks;
 
 use lumina_client::Client;
-use lumina_protocol::methods::{SessionCreateParams, SessionSubmitParams, SubmitMode};
+use lumina_protocol::methods::{SessionSubmitParams, SubmitMode};
 use lumina_protocol::{Event, EventFrame};
 use lumina_testkit::{ScriptedModelServer, Turn};
 use pretty_assertions::assert_eq;
@@ -276,14 +276,7 @@ async fn queued_followups_and_steering_survive_kill_9() {
     let (client, mut notes) = Client::connect(&backend.url, Some(&backend.token))
         .await
         .unwrap();
-    let session = client
-        .session_create(&SessionCreateParams {
-            project_root: Some(project.display().to_string()),
-            title: None,
-        })
-        .await
-        .unwrap();
-    client.session_resume(&session.id, 0).await.unwrap();
+    let session = create_and_resume(&client, &project).await;
     let first = client
         .session_submit(&submit(&session.id, "first prompt", json!(null)))
         .await

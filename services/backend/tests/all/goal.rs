@@ -4,9 +4,7 @@
 use std::time::Duration;
 
 use lumina_client::{Client, Notification, Notifications};
-use lumina_protocol::methods::{
-    GoalResult, GoalResumeParams, GoalStartParams, SessionCreateParams,
-};
+use lumina_protocol::methods::{GoalResult, GoalResumeParams, GoalStartParams};
 use lumina_protocol::{Decision, ErrorCode, Event, EventFrame, GoalBudgets, GoalState};
 use lumina_testkit::{ScriptedModelServer, Turn};
 use pretty_assertions::assert_eq;
@@ -513,14 +511,7 @@ async fn a_running_goal_survives_kill_9_as_paused_and_resumes() {
     let (client, mut notes) = Client::connect(&backend.url, Some(&backend.token))
         .await
         .unwrap();
-    let session = client
-        .session_create(&SessionCreateParams {
-            project_root: Some(project.display().to_string()),
-            title: None,
-        })
-        .await
-        .unwrap();
-    client.session_resume(&session.id, 0).await.unwrap();
+    let session = create_and_resume(&client, &project).await;
     let started = client
         .goal_start(&start_params(
             &session.id,

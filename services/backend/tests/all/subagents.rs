@@ -6,7 +6,7 @@
 use std::time::Duration;
 
 use lumina_client::{Client, Notifications};
-use lumina_protocol::methods::{SessionCreateParams, SessionSubmitParams};
+use lumina_protocol::methods::SessionSubmitParams;
 use lumina_protocol::{Event, EventFrame, MAIN_STREAM};
 use lumina_testkit::{ScriptedModelServer, Turn};
 use pretty_assertions::assert_eq;
@@ -446,14 +446,7 @@ async fn kill_9_mid_child_leaves_child_and_parent_interrupted() {
     let (client, mut notes) = Client::connect(&backend.url, Some(&backend.token))
         .await
         .unwrap();
-    let session = client
-        .session_create(&SessionCreateParams {
-            project_root: Some(project.display().to_string()),
-            title: None,
-        })
-        .await
-        .unwrap();
-    client.session_resume(&session.id, 0).await.unwrap();
+    let session = create_and_resume(&client, &project).await;
     let run = client
         .session_submit(&SessionSubmitParams {
             session_id: session.id.clone(),

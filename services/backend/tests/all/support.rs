@@ -185,3 +185,16 @@ pub fn assert_contiguous(frames: &[EventFrame]) {
 pub fn read(path: &Path) -> String {
     std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
 }
+
+/// Creates a session in `project` and subscribes `client` to it from seq 0.
+pub async fn create_and_resume(client: &lumina_client::Client, project: &Path) -> SessionInfo {
+    let session = client
+        .session_create(&SessionCreateParams {
+            project_root: Some(project.display().to_string()),
+            title: None,
+        })
+        .await
+        .unwrap();
+    client.session_resume(&session.id, 0).await.unwrap();
+    session
+}
