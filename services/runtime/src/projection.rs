@@ -53,6 +53,8 @@ pub struct Projection {
     pub archived: bool,
     pub head_seq: u64,
     pub usage: Usage,
+    /// Usage per run (top-level and child runs), summed over its steps.
+    pub run_usage: HashMap<String, Usage>,
     pub todos: Vec<TodoItem>,
     /// Every run's latest state, by id.
     pub runs: HashMap<String, RunSummary>,
@@ -202,7 +204,10 @@ impl Projection {
                     self.todos = todos.clone();
                 }
             }
-            Event::UsageRecorded { usage, .. } => self.usage.add(usage),
+            Event::UsageRecorded { run_id, usage, .. } => {
+                self.usage.add(usage);
+                self.run_usage.entry(run_id.clone()).or_default().add(usage);
+            }
             Event::RunCompleted { run_id, result, .. } => {
                 if main {
                     self.set_run(run_id, "completed", Some(result.clone()), None);

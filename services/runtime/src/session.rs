@@ -412,19 +412,10 @@ impl Session {
 
     /// Usage added up over a run's steps.
     pub(crate) async fn run_usage(&self, run_id: &str) -> Usage {
-        let events = self.journal.read(0, usize::MAX).await.unwrap_or_default();
-        let mut total = Usage::default();
-        for frame in &events {
-            if let Event::UsageRecorded {
-                run_id: r, usage, ..
-            } = &frame.event
-            {
-                if r == run_id {
-                    total.add(usage);
-                }
-            }
-        }
-        total
+        // The projection sums usage as events are applied: no journal re-read per run.
+        self.journal
+            .with_projection(|p| p.run_usage.get(run_id).copied().unwrap_or_default())
+            .await
     }
 
     /// Pending permission requests (for a client that resumes).
