@@ -134,6 +134,32 @@ impl RunSettings {
             max_retries: self.settings.model_max_retries,
             ..ModelOptions::default()
         };
-        ModelClient::new(primary, fallback, options).map_err(|e| e.to_string())
+        cached_client(primary, fallback, options)
     }
+}
+
+/// Clients built so far. Settings are re-read every step, but building a client (its HTTP
+/// connection pool and TLS configuration) on every step would throw away warm connections;
+/// a client is reused while its endpoints and options are unchanged.
+fn cached_client(
+    primary: ModelEndpoint,
+    fallback: Option<ModelEndpoint>,
+    options: ModelOptions,
+) -> Result<ModelClient, String> {
+    static CLIENTS: std::sync::OnceLock<std::sync::Mutex<Vec<ModelClient>>> =
+        std::sync::OnceLock::new();
+    let cache = CLIENTS.get_or_init(Default::default);
+    let mut clients = cache.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(client) = clients.iter().find(|c| {
+        *c.primary() == primary && c.fallback() == fallback.as_ref() && *c.options() == options
+    }) {
+        return Ok(client.clone());
+    }
+    let client = ModelClient::new(primary, fallback, options).map_err(|e| e.to_string())?;
+    // A handful of distinct configurations at most; drop the oldest beyond that.
+    if clients.len() >= 8 {
+        clients.remove(0);
+    }
+    clients.push(client.clone());
+    Ok(client)
 }
