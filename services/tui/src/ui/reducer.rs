@@ -392,10 +392,7 @@ impl App {
                 )));
             }
             Event::MemoryRecalled { source_ids, .. } => {
-                self.transcript.push(EntryKind::Dim(format!(
-                    "memory: {} earlier item(s) recalled",
-                    source_ids.len()
-                )));
+                self.transcript.push(EntryKind::Dim(recalled_line(source_ids)));
             }
             Event::Unknown => {
                 self.transcript.push(EntryKind::Dim(format!(
@@ -531,4 +528,25 @@ impl App {
 
 fn first_line(text: &str) -> &str {
     text.lines().find(|l| !l.trim().is_empty()).unwrap_or("")
+}
+
+/// Source ids shown on a `memory.recalled` line before "+N more".
+const RECALLED_SHOWN: usize = 3;
+
+/// `memory: 2 earlier item(s) recalled — s1:4, s2:9`: which evidence the turn was given.
+fn recalled_line(source_ids: &[String]) -> String {
+    let mut line = format!("memory: {} earlier item(s) recalled", source_ids.len());
+    if !source_ids.is_empty() {
+        let shown: Vec<&str> = source_ids
+            .iter()
+            .take(RECALLED_SHOWN)
+            .map(String::as_str)
+            .collect();
+        line.push_str(" — ");
+        line.push_str(&shown.join(", "));
+        if source_ids.len() > RECALLED_SHOWN {
+            line.push_str(&format!(", +{} more", source_ids.len() - RECALLED_SHOWN));
+        }
+    }
+    line
 }

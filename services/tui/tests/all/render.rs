@@ -504,6 +504,34 @@ fn other_streams_and_unknown_kinds_are_dim_lines() {
 }
 
 #[test]
+fn recalled_memory_names_its_source_ids() {
+    let mut app = app();
+    let mut journal = Journal::new();
+    live_turn(&mut app, &mut journal);
+    journal.apply(
+        &mut app,
+        vec![Event::MemoryRecalled {
+            run_id: "r2".into(),
+            source_ids: ["s1:4", "s1:9", "s2:1", "note:7"]
+                .map(String::from)
+                .to_vec(),
+        }],
+    );
+    let terminal = draw(&mut app, 120, 30);
+    let text: String = terminal
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
+    assert!(
+        text.contains("memory: 4 earlier item(s) recalled — s1:4, s1:9, s2:1, +1 more"),
+        "{text}"
+    );
+}
+
+#[test]
 fn multi_line_input_grows() {
     let mut app = app();
     typed(&mut app, "first line");
