@@ -7,6 +7,8 @@ pub mod bench;
 pub mod cluster;
 pub mod endpoint;
 pub mod local;
+pub mod mcp;
+pub mod mcp_server;
 pub mod metered;
 pub mod metrics;
 pub mod rpc;

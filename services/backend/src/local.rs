@@ -10,6 +10,7 @@ use anyhow::Context;
 use lumina_config::{AppRoot, Env};
 use lumina_journal::sqlite::SqliteJournal;
 use lumina_journal::LOCAL_FENCE;
+use lumina_mcp::{ManagerOptions, McpManager};
 use lumina_memory::sqlite::{SqliteMemory, SqliteOptions};
 use lumina_protocol::methods::ServerInfo;
 use lumina_protocol::{PROTOCOL_VERSION, WS_PATH};
@@ -65,7 +66,8 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         store,
         lumina_tools::builtin_registry(),
         Arc::new(AlwaysOwned(LOCAL_FENCE)),
-    );
+    )
+    .with_mcp(McpManager::new(ManagerOptions::new(app_root.clone())));
     // The Memory Fabric (SYSTEM §9): SQLite under the AppRoot. A store that does not open
     // leaves the runtime without memory; it never stops the backend.
     let runtime = match SqliteMemory::open(app_root.path(), SqliteOptions::default(), None) {
@@ -147,6 +149,9 @@ pub async fn stop_runs(state: &AppState) {
     if let Some(runtime) = state.runtime() {
         runtime.cancel_all().await;
         runtime.wait_idle(Duration::from_secs(5)).await;
+        if let Some(mcp) = runtime.mcp() {
+            mcp.shutdown().await;
+        }
     }
 }
 

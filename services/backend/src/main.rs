@@ -38,6 +38,8 @@ enum Command {
         #[command(subcommand)]
         command: ClusterCommand,
     },
+    /// Serve Lumina to other agents as an MCP server (stdio, or Streamable HTTP with --http).
+    McpServer(lumina_backend::mcp_server::McpServerArgs),
     /// Measure performance (figures for docs/benchmarks.md).
     Bench {
         #[command(subcommand)]
@@ -127,6 +129,7 @@ fn main() -> ExitCode {
                 cluster::migrate(&app_root, &env).await
             }
             Command::Cluster { command } => run_cluster(command).await,
+            Command::McpServer(args) => lumina_backend::mcp_server::run(args).await,
         }
     });
     telemetry.shutdown();

@@ -28,9 +28,11 @@ pub type Reply = Result<Value, ErrorObject>;
 pub fn scope_for(method: &str) -> Option<&'static str> {
     match method {
         HELLO => Some(""),
-        SESSION_LIST | SESSION_INFO | SESSION_RESUME | SESSION_EVENTS => Some(READ),
+        SESSION_LIST | SESSION_INFO | SESSION_RESUME | SESSION_EVENTS | MCP_STATUS => Some(READ),
         SESSION_CREATE | SESSION_SUBMIT | SESSION_INTERRUPT | SESSION_ARCHIVE
-        | PERMISSION_RESPOND | GOAL_START | GOAL_PAUSE | GOAL_RESUME | GOAL_CANCEL => Some(WRITE),
+        | PERMISSION_RESPOND | GOAL_START | GOAL_PAUSE | GOAL_RESUME | GOAL_CANCEL | MCP_TRUST => {
+            Some(WRITE)
+        }
         ADMIN_DRAIN | ADMIN_SHUTDOWN => Some(ADMIN),
         _ => None,
     }
@@ -283,6 +285,17 @@ pub async fn execute(
                 session.goal_cancel(p).await
             };
             ok(result.map_err(rt)?)
+        }
+        MCP_STATUS => {
+            let p: SessionRef = parse(params)?;
+            let session = runtime.session(&p.session_id).await.map_err(rt)?;
+            ok(crate::mcp::status(&session).await)
+        }
+        MCP_TRUST => {
+            let p: McpTrustParams = parse(params)?;
+            let session = runtime.session(&p.session_id).await.map_err(rt)?;
+            crate::mcp::trust(&session, &p.server).await?;
+            ok(Ack { ok: true })
         }
         other => Err(ErrorObject::new(
             ErrorCode::UnknownMethod,

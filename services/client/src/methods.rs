@@ -1,11 +1,12 @@
 //! Typed helpers, one per method of `lumina_protocol::methods`.
 
 use lumina_protocol::methods::{
-    self, GoalRef, GoalResult, GoalResumeParams, GoalStartParams, HelloParams, HelloResult,
-    PermissionRespondParams, SessionCreateParams, SessionEventsParams, SessionEventsResult,
-    SessionInfo, SessionInfoResult, SessionInterruptParams, SessionInterruptResult,
-    SessionListParams, SessionListResult, SessionRef, SessionResult, SessionResumeParams,
-    SessionResumeResult, SessionSubmitParams, SessionSubmitResult,
+    self, Ack, GoalRef, GoalResult, GoalResumeParams, GoalStartParams, HelloParams, HelloResult,
+    McpStatusResult, McpTrustParams, PermissionRespondParams, SessionCreateParams,
+    SessionEventsParams, SessionEventsResult, SessionInfo, SessionInfoResult,
+    SessionInterruptParams, SessionInterruptResult, SessionListParams, SessionListResult,
+    SessionRef, SessionResult, SessionResumeParams, SessionResumeResult, SessionSubmitParams,
+    SessionSubmitResult,
 };
 use lumina_protocol::{Decision, PROTOCOL_VERSION};
 use serde_json::Value;
@@ -145,6 +146,21 @@ impl Client {
     pub async fn goal_cancel(&self, session_id: &str, goal_id: Option<&str>) -> Result<GoalResult> {
         self.call(methods::GOAL_CANCEL, goal_ref(session_id, goal_id))
             .await
+    }
+
+    /// The MCP servers of the session's project and of the user (`/mcp`).
+    pub async fn mcp_status(&self, session_id: &str) -> Result<McpStatusResult> {
+        self.call(methods::MCP_STATUS, session_ref(session_id))
+            .await
+    }
+
+    /// Trusts a project MCP server of the session's project.
+    pub async fn mcp_trust(&self, session_id: &str, server: &str) -> Result<Ack> {
+        let params = McpTrustParams {
+            session_id: session_id.to_string(),
+            server: server.to_string(),
+        };
+        self.call(methods::MCP_TRUST, params).await
     }
 }
 

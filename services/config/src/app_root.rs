@@ -7,6 +7,14 @@ use std::path::{Path, PathBuf};
 
 use crate::{Env, Error, Result};
 
+/// A project's identifier: the first 16 hex characters of the sha256 of its canonical root
+/// path. Names its `data/projects/{id}/` directory and its Memory Fabric space.
+pub fn project_id(project_root: &Path) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(project_root.display().to_string().as_bytes());
+    hex::encode(&digest[..8])
+}
+
 /// Name of the environment variable that relocates the AppRoot. It is not a setting.
 pub const LUMINA_HOME: &str = "LUMINA_HOME";
 

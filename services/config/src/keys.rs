@@ -60,6 +60,8 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("subagent_max_depth", Kind::U32),
     ("subagent_max_total", Kind::U32),
     ("memory_context_tokens", Kind::U32),
+    ("memory_compile", Kind::Bool),
+    ("memory_compile_model", Kind::Str),
 ];
 
 /// Keys also read from `LLM_<KEY>`: only the model settings, so that another tool's

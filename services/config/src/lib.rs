@@ -14,7 +14,7 @@ mod layers;
 mod secret;
 mod settings;
 
-pub use app_root::{AppRoot, LUMINA_HOME};
+pub use app_root::{project_id, AppRoot, LUMINA_HOME};
 pub use env::Env;
 pub use error::{Error, Result};
 pub use keys::setting_keys;

@@ -152,6 +152,14 @@ pub struct Settings {
     /// Tokens of earlier evidence the Memory Fabric adds to the system prompt of a run's
     /// first step (when a memory store is configured). 0 disables it. Default: 1500.
     pub memory_context_tokens: u32,
+    /// Semantic compile of the Memory Fabric (SYSTEM §9 write path 2–3): after a run ends,
+    /// a background job sends the project's new evidence to `memory_compile_model` and
+    /// stores the grounded nodes it proposes (when a memory store is configured).
+    /// Default: false.
+    pub memory_compile: bool,
+    /// The model the semantic compile asks, on the session's endpoint. Default: none (the
+    /// session's `api_model`).
+    pub memory_compile_model: Option<String>,
 
     /// Merged keys this build does not know (newer settings, and the memory-model keys
     /// `memory_bge_*`/`memory_reranker_*` that only user settings.json may set). May hold
@@ -210,6 +218,8 @@ impl Default for Settings {
             subagent_max_depth: 2,
             subagent_max_total: 8,
             memory_context_tokens: 1500,
+            memory_compile: false,
+            memory_compile_model: None,
             extra: Map::new(),
             warnings: Vec::new(),
             settings_file: None,
@@ -261,6 +271,8 @@ impl std::fmt::Debug for Settings {
             .field("subagent_max_depth", &self.subagent_max_depth)
             .field("subagent_max_total", &self.subagent_max_total)
             .field("memory_context_tokens", &self.memory_context_tokens)
+            .field("memory_compile", &self.memory_compile)
+            .field("memory_compile_model", &self.memory_compile_model)
             .field("extra_keys", &extra_keys)
             .field("warnings", &self.warnings)
             .field("settings_file", &self.settings_file)

@@ -17,6 +17,9 @@ pub const INDEX_SCHEMA_VERSION: u32 = 1;
 pub(crate) const EDGE_CONTEXT: i64 = 1;
 /// See [`EDGE_CONTEXT`].
 pub(crate) const EDGE_CONCEPT: i64 = 2;
+/// An accepted semantic node and an event it cites. Not stored in index generations: the
+/// read path adds these edges from the node tables (`semantic::overlay`).
+pub(crate) const EDGE_NODE: i64 = 3;
 
 /// Sparse fields: the event's own terms and its window's.
 pub(crate) const FIELD_BODY: i64 = 0;

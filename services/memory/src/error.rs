@@ -35,6 +35,10 @@ pub enum Error {
     /// The embedding provider failed.
     #[error("embedding provider: {0}")]
     Embedding(String),
+    /// The semantic model (the compile job's [`SemanticModel`](crate::semantic::SemanticModel))
+    /// failed or could not be reached.
+    #[error("semantic model: {0}")]
+    Model(String),
     /// A filesystem operation failed.
     #[error("memory i/o: {0}")]
     Io(#[from] std::io::Error),

@@ -9,6 +9,9 @@
 //!   atomically, versioned by a retrieval fingerprint checked on every query;
 //! - the **read path** ([`retrieve`]): one pipeline for every query, from the alignment
 //!   check to the organized context, every item carrying its source event id;
+//! - the **semantic compile** ([`semantic`]): nodes proposed by a model from new evidence,
+//!   grounded locally in the ledger, with conflicts resolved by authority and time or left
+//!   pending; accepted nodes join the retrieval graph;
 //! - **embedding providers** ([`embed`]);
 //! - the SQLite backend ([`sqlite::SqliteMemory`]), the PostgreSQL backend
 //!   ([`postgres::PgMemory`]), the backend-independent
@@ -22,6 +25,7 @@ pub mod embed;
 mod error;
 pub mod postgres;
 pub mod retrieve;
+pub mod semantic;
 pub mod sqlite;
 pub mod text;
 pub mod time;
@@ -29,6 +33,10 @@ mod types;
 
 pub use error::{Error, Result};
 pub use retrieve::RetrievalOptions;
+pub use semantic::{
+    BatchFailure, CompileLimits, CompileReport, Conflict, SemanticModel, SemanticNode,
+    SemanticStatus,
+};
 pub use types::*;
 
 use async_trait::async_trait;
@@ -76,4 +84,32 @@ pub trait MemoryStore: Send + Sync + 'static {
     /// The read path: aligns the space's indexes, then retrieves, selects and organizes
     /// evidence for `query`.
     async fn recall(&self, query: &RecallQuery) -> Result<Recall>;
+
+    /// The semantic compile of a space (write path steps 2–3, [`semantic`]): sends the
+    /// evidence after the space's checkpoint to `model` in batches, stores the nodes that
+    /// pass the grounding check (and the rejected ones, with their reason), records
+    /// conflicts and resolutions, and commits each batch atomically with the checkpoint. A
+    /// failed model call or malformed answer writes only a failure record; the next run
+    /// retries it. Resumes from the checkpoint; rebuilds the space's nodes first when the
+    /// semantic fingerprint changed. Never touches evidence.
+    async fn compile(
+        &self,
+        space: &str,
+        model: &dyn SemanticModel,
+        limits: CompileLimits,
+    ) -> Result<CompileReport>;
+
+    /// Deletes a space's derived semantic data (nodes, citations, conflicts, resolutions,
+    /// failures) and moves its checkpoint to the start: the next compile rebuilds it from
+    /// the ledger. Evidence is not touched.
+    async fn reset_semantic(&self, space: &str) -> Result<()>;
+
+    /// The compile job's checkpoint and failed batches in a space.
+    async fn semantic_status(&self, space: &str) -> Result<SemanticStatus>;
+
+    /// Every node of a space (rejected ones included), by node id.
+    async fn nodes(&self, space: &str) -> Result<Vec<SemanticNode>>;
+
+    /// Every conflict of a space with its resolution, by conflict id.
+    async fn conflicts(&self, space: &str) -> Result<Vec<Conflict>>;
 }

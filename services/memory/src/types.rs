@@ -231,6 +231,28 @@ pub struct ContextGroup {
     pub items: Vec<usize>,
 }
 
+/// The conflict state of a recalled item: a compiled node citing its event is disputed
+/// (`pending`: another node disagrees and no rule decided) or was replaced (`superseded`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ItemConflict {
+    /// Index into [`Recall::items`].
+    pub item: usize,
+    /// The item's event.
+    pub event_id: u64,
+    /// The node citing it.
+    pub node_id: u64,
+    /// `Pending` or `Superseded`.
+    pub state: crate::semantic::NodeStatus,
+    /// The node's subject.
+    pub subject: String,
+    /// The node's predicate.
+    pub predicate: String,
+    /// The node's value.
+    pub value: String,
+    /// The competing values (pending) or the value that replaced it (superseded).
+    pub others: Vec<String>,
+}
+
 /// The organized context handed to a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct OrganizedContext {
@@ -240,6 +262,10 @@ pub struct OrganizedContext {
     pub groups: Vec<ContextGroup>,
     /// Estimated tokens of all items.
     pub tokens: usize,
+    /// The conflict state of items whose events are cited by pending or superseded nodes,
+    /// in item order (empty without semantic compile).
+    #[serde(default)]
+    pub conflicts: Vec<ItemConflict>,
 }
 
 /// Counters of one read-path run.

@@ -19,6 +19,8 @@ pub const GOAL_START: &str = "goal.start";
 pub const GOAL_PAUSE: &str = "goal.pause";
 pub const GOAL_RESUME: &str = "goal.resume";
 pub const GOAL_CANCEL: &str = "goal.cancel";
+pub const MCP_STATUS: &str = "mcp.status";
+pub const MCP_TRUST: &str = "mcp.trust";
 pub const ADMIN_DRAIN: &str = "admin.drain";
 pub const ADMIN_SHUTDOWN: &str = "admin.shutdown";
 
@@ -303,4 +305,38 @@ pub struct GoalResult {
     /// `goal.start`: false when the key was seen before (the original goal is returned).
     /// Other methods: whether the call changed anything.
     pub created: bool,
+}
+
+/// Result of `mcp.status` (params: [`SessionRef`]): the MCP servers configured for the
+/// session's project (`<project>/.mcp.json` and the user's `config/mcp.json`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct McpStatusResult {
+    pub servers: Vec<McpServerStatus>,
+}
+
+/// One MCP server as `/mcp` shows it. Nothing here holds an expanded `${VAR}` value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpServerStatus {
+    pub name: String,
+    /// `user` or `project`.
+    pub source: String,
+    /// `stdio`, `http` or `sse`.
+    pub transport: String,
+    /// `connected`, `connecting`, `failed`, `untrusted` or `not_started`.
+    pub state: String,
+    /// Why it failed, or how to trust it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_version: Option<String>,
+    /// Tool names as the model sees them (`mcp__<server>__<tool>`).
+    #[serde(default)]
+    pub tools: Vec<String>,
+}
+
+/// `mcp.trust`: trusts a project MCP server (recorded under the AppRoot, asked once).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct McpTrustParams {
+    pub session_id: String,
+    pub server: String,
 }

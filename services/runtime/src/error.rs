@@ -32,6 +32,8 @@ pub enum Error {
     GoalNotFound(String),
     #[error("{0}")]
     GoalConflict(String),
+    #[error("the message was blocked by a hook: {0}")]
+    BlockedByHook(String),
     #[error("journal: {0}")]
     Journal(lumina_journal::Error),
 }
@@ -60,6 +62,7 @@ impl Error {
             }
             Error::Archived(_) | Error::Busy(_) | Error::GoalConflict(_) => ErrorCode::Conflict,
             Error::Fenced | Error::OwnedElsewhere { .. } => ErrorCode::Fenced,
+            Error::BlockedByHook(_) => ErrorCode::Forbidden,
             Error::Unavailable(_) => ErrorCode::Unavailable,
             Error::Draining => ErrorCode::Draining,
             Error::Journal(lumina_journal::Error::Conflict { .. })

@@ -3,7 +3,7 @@
 //! | event | when | exit code 2 |
 //! |---|---|---|
 //! | `session_start` | after `session.created` | — |
-//! | `user_prompt_submit` | when a run starts, before its first model request | fails the run (`blocked_by_hook`) |
+//! | `user_prompt_submit` | when a run starts, before its first model request; and when a steering message is submitted, before it is journaled (payload `steering: true`) | fails the run (`blocked_by_hook`); refuses the steering submit (`forbidden`) |
 //! | `pre_tool_use` | before a tool call's permission check (`matcher` = tool-name glob) | blocks the call; the model sees `blocked by hook: <stderr>` |
 //! | `post_tool_use` | after a tool ran (`matcher` as above) | — |
 //! | `stop` | when a run ends, before its terminal event | — |

@@ -7,6 +7,7 @@ mod error;
 pub mod goal;
 pub mod hooks;
 pub mod journal;
+pub mod mcp;
 pub mod memory;
 pub mod projection;
 mod queue;
@@ -74,12 +75,17 @@ pub trait SessionObserver: Send + Sync + 'static {
 }
 
 /// State every session of a runtime shares.
+#[derive(Clone)]
 pub(crate) struct Shared {
     pub app_root: AppRoot,
     pub env: Env,
     pub tools: ToolRegistry,
     /// The Memory Fabric store (local profile: SQLite under the AppRoot; cluster: none yet).
     pub memory: Option<Arc<dyn lumina_memory::MemoryStore>>,
+    /// Background semantic compiles of the memory store (`memory_compile`).
+    pub compiler: Arc<memory::Compiler>,
+    /// The MCP servers of the user and of each project (`crate::mcp`).
+    pub mcp: Option<lumina_mcp::McpManager>,
 }
 
 /// Cheap to clone; all clones share the open sessions.
@@ -106,6 +112,8 @@ impl Runtime {
                 env: options.env.clone(),
                 tools,
                 memory: None,
+                compiler: Arc::new(memory::Compiler::new(memory::COMPILE_DEBOUNCE)),
+                mcp: None,
             }),
             options: Arc::new(options),
             store,
@@ -125,14 +133,24 @@ impl Runtime {
     /// runs get the `memory_search`/`memory_remember` tools and recalled context. Call it
     /// before opening sessions.
     pub fn with_memory(mut self, memory: Arc<dyn lumina_memory::MemoryStore>) -> Self {
-        let shared = Shared {
-            app_root: self.shared.app_root.clone(),
-            env: self.shared.env.clone(),
-            tools: self.shared.tools.clone(),
-            memory: Some(memory),
-        };
+        let mut shared = (*self.shared).clone();
+        shared.memory = Some(memory);
         self.shared = Arc::new(shared);
         self
+    }
+
+    /// Gives the runtime's runs the tools of MCP servers (`crate::mcp`). Call it before
+    /// opening sessions.
+    pub fn with_mcp(mut self, mcp: lumina_mcp::McpManager) -> Self {
+        let mut shared = (*self.shared).clone();
+        shared.mcp = Some(mcp);
+        self.shared = Arc::new(shared);
+        self
+    }
+
+    /// The MCP manager, when the runtime has one.
+    pub fn mcp(&self) -> Option<&lumina_mcp::McpManager> {
+        self.shared.mcp.as_ref()
     }
 
     pub fn tenant(&self) -> &str {
@@ -268,6 +286,7 @@ impl Runtime {
         let memory = self.shared.memory.clone().map(|store| memory::MemorySink {
             store,
             space: memory::project_space(Path::new(&record.project_root)),
+            compiler: self.shared.compiler.clone(),
         });
         let journal = SessionJournal::open(self.store.clone(), key, fence)
             .await?

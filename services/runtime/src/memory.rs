@@ -12,17 +12,29 @@
 //! - **Context** ([`recall_section`]): the first step of a top-level run recalls evidence of
 //!   other sessions of the project for the prompt, within `memory_context_tokens`, and adds
 //!   it to the system prompt as `# Memory (earlier evidence)`.
+//! - **Semantic compile** ([`after_run`], [`Compiler`]): with `memory_compile` on, the end of
+//!   a top-level run schedules the store's compile job for the project space in the
+//!   background (debounced, one at a time per space), asking `memory_compile_model` (default:
+//!   the session's model) through [`CompileModel`]. It never blocks a turn; failures are
+//!   warnings.
 
+use std::collections::HashMap;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex as StdMutex, PoisonError};
+use std::time::Duration;
 
-use lumina_memory::{MemoryStore, NewEvidence, Recall, RecallQuery, RecalledItem};
+use lumina_memory::{
+    CompileLimits, MemoryStore, NewEvidence, Recall, RecallQuery, RecalledItem, SemanticModel,
+};
+use lumina_model::{ChatRequest, ContentBlock, Message, ModelClient, Role};
 use lumina_protocol::{Event, EventFrame, MAIN_STREAM};
 use lumina_tools::{ToolDescriptor, ToolOutput};
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use tokio_util::sync::CancellationToken;
 
 use crate::run::RunContext;
+use crate::settings::RunSettings;
 
 /// Recall in the project's memory.
 pub const SEARCH_TOOL: &str = "memory_search";
@@ -51,6 +63,8 @@ pub fn project_space(project_root: &Path) -> String {
 pub(crate) struct MemorySink {
     pub store: Arc<dyn MemoryStore>,
     pub space: String,
+    /// The runtime's compile scheduler.
+    pub compiler: Arc<Compiler>,
 }
 
 impl MemorySink {
@@ -253,9 +267,210 @@ pub(crate) async fn recall_section(ctx: &RunContext, budget: u32) -> Option<(Str
             item.actor,
             item.text
         ));
+        // What the semantic compile knows about it: replaced or disputed statements.
+        for c in recall
+            .context
+            .conflicts
+            .iter()
+            .filter(|c| c.event_id == item.event_id)
+        {
+            section.push_str(&format!(
+                "\n  ({})",
+                lumina_memory::retrieve::conflict_note(c)
+            ));
+        }
     }
     section.push('\n');
     Some((section, source_ids))
+}
+
+/// How long the compile waits after a run ends before it starts (runs ending meanwhile
+/// join the same compile).
+pub const COMPILE_DEBOUNCE: Duration = Duration::from_secs(2);
+
+/// The system prompt of a compile request (the instructions are in the user message the
+/// memory crate builds).
+const COMPILE_SYSTEM: &str =
+    "You extract grounded long-term memory from conversation evidence. Answer with JSON only.";
+
+/// The compile job's model: one request per batch on the session's model client, streamed
+/// but shown to nobody; its text is the answer.
+pub struct CompileModel {
+    client: ModelClient,
+    model: String,
+}
+
+impl CompileModel {
+    /// A compile model over `client`; `model` is its identity in the semantic fingerprint.
+    pub fn new(client: ModelClient, model: String) -> Self {
+        Self { client, model }
+    }
+
+    /// The client of a run's settings with `memory_compile_model` (when set) as the
+    /// primary model.
+    pub(crate) fn from_settings(settings: &RunSettings) -> Result<Self, String> {
+        let mut settings = settings.clone();
+        if let Some(model) = settings
+            .settings
+            .memory_compile_model
+            .clone()
+            .filter(|m| !m.trim().is_empty())
+        {
+            settings.settings.api_model = Some(model);
+        }
+        let client = settings.model_client()?;
+        let model = client.primary().model.clone();
+        Ok(Self::new(client, model))
+    }
+}
+
+#[async_trait::async_trait]
+impl SemanticModel for CompileModel {
+    fn model_id(&self) -> &str {
+        &self.model
+    }
+
+    async fn propose(&self, prompt: &str) -> lumina_memory::Result<String> {
+        let request = ChatRequest {
+            system: COMPILE_SYSTEM.to_string(),
+            messages: vec![Message {
+                role: Role::User,
+                content: vec![ContentBlock::Text {
+                    text: prompt.to_string(),
+                }],
+            }],
+            tools: Vec::new(),
+        };
+        // Nobody watches a compile: deltas are dropped and nothing cancels it.
+        let cancel = CancellationToken::new();
+        self.client
+            .stream(&request, &cancel, &mut |_| {})
+            .await
+            .map(|response| response.text)
+            .map_err(|e| lumina_memory::Error::Model(e.to_string()))
+    }
+}
+
+/// A space's compile while it is scheduled or running.
+struct SpaceCompile {
+    /// The model of the latest request (settings may change between runs).
+    model: Arc<dyn SemanticModel>,
+    /// A run ended after this round's compile started: compile again.
+    again: bool,
+}
+
+/// Runs the compile job in the background: per space at most one task, which waits
+/// [`COMPILE_DEBOUNCE`], compiles, and compiles again while runs keep ending.
+pub struct Compiler {
+    debounce: Duration,
+    limits: CompileLimits,
+    spaces: StdMutex<HashMap<String, SpaceCompile>>,
+}
+
+impl Compiler {
+    /// A scheduler whose compiles start `debounce` after the first request.
+    pub fn new(debounce: Duration) -> Self {
+        Self {
+            debounce,
+            limits: CompileLimits::default(),
+            spaces: StdMutex::new(HashMap::new()),
+        }
+    }
+
+    /// Whether a compile of `space` is scheduled or running.
+    pub fn busy(&self, space: &str) -> bool {
+        self.lock().contains_key(space)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, SpaceCompile>> {
+        self.spaces.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Schedules a compile of `space`; joins the one already scheduled or running.
+    pub fn schedule(
+        self: &Arc<Self>,
+        store: Arc<dyn MemoryStore>,
+        space: String,
+        model: Arc<dyn SemanticModel>,
+    ) {
+        {
+            let mut spaces = self.lock();
+            if let Some(job) = spaces.get_mut(&space) {
+                job.model = model;
+                job.again = true;
+                return;
+            }
+            spaces.insert(
+                space.clone(),
+                SpaceCompile {
+                    model,
+                    again: false,
+                },
+            );
+        }
+        let compiler = Arc::clone(self);
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(compiler.debounce).await;
+                let model = {
+                    let mut spaces = compiler.lock();
+                    match spaces.get_mut(&space) {
+                        Some(job) => {
+                            job.again = false;
+                            Arc::clone(&job.model)
+                        }
+                        None => return,
+                    }
+                };
+                match store.compile(&space, model.as_ref(), compiler.limits).await {
+                    Ok(report) => match &report.failed {
+                        Some(failure) => tracing::warn!(
+                            space = %space,
+                            first_event_id = failure.first_event_id,
+                            attempts = failure.attempts,
+                            error = %failure.error,
+                            "memory compile batch failed; retried after the next run"
+                        ),
+                        None => tracing::debug!(
+                            space = %space,
+                            batches = report.batches,
+                            accepted = report.accepted,
+                            rejected = report.rejected,
+                            "memory compile done"
+                        ),
+                    },
+                    Err(err) => {
+                        tracing::warn!(space = %space, error = %err, "memory compile failed")
+                    }
+                }
+                let mut spaces = compiler.lock();
+                if !spaces.get(&space).is_some_and(|job| job.again) {
+                    spaces.remove(&space);
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// The end of a top-level run: schedules the semantic compile of the project space when
+/// `memory_compile` is on and a store is configured. Never blocks, never fails.
+pub(crate) fn after_run(ctx: &RunContext) {
+    let Some(sink) = ctx.session.memory() else {
+        return;
+    };
+    if !ctx.settings.settings.memory_compile {
+        return;
+    }
+    match CompileModel::from_settings(&ctx.settings) {
+        Ok(model) => {
+            sink.compiler
+                .schedule(Arc::clone(&sink.store), sink.space.clone(), Arc::new(model))
+        }
+        Err(err) => {
+            tracing::warn!(session_id = %ctx.session.id(), error = %err, "memory compile skipped: no model")
+        }
+    }
 }
 
 #[cfg(test)]
@@ -277,5 +492,32 @@ mod tests {
         assert!(capped.len() < TOOL_OUTPUT_CAP + 32);
         assert!(capped.ends_with("… [truncated]"));
         assert_eq!(cap("short"), "short");
+    }
+
+    #[tokio::test]
+    async fn schedules_join_one_compile_per_space() {
+        use lumina_memory::conformance::{profile_conversation, ScriptedModel};
+        use lumina_memory::sqlite::{SqliteMemory, SqliteOptions};
+
+        let dir = tempfile::tempdir().unwrap();
+        let store: Arc<dyn MemoryStore> =
+            Arc::new(SqliteMemory::open(dir.path(), SqliteOptions::default(), None).unwrap());
+        store.append(profile_conversation("p")).await.unwrap();
+        let model = Arc::new(ScriptedModel::new());
+        let compiler = Arc::new(Compiler::new(Duration::from_millis(50)));
+        for _ in 0..3 {
+            compiler.schedule(Arc::clone(&store), "p".into(), model.clone());
+        }
+        assert!(compiler.busy("p"));
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while compiler.busy("p") && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        assert!(!compiler.busy("p"));
+        assert_eq!(model.prompts().len(), 1, "one compile for three schedules");
+        assert_eq!(
+            store.semantic_status("p").await.unwrap().last_event_id,
+            store.head("p").await.unwrap().last_event_id
+        );
     }
 }

@@ -14,17 +14,49 @@ use std::sync::Arc;
 
 use lumina_journal::CommandRecord;
 use lumina_protocol::methods::{RunSummary, SessionSubmitParams, SessionSubmitResult, SubmitMode};
-use lumina_protocol::Event;
+use lumina_protocol::{Event, MAIN_STREAM};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
+use crate::hooks::{run_hooks, HookEvent, HookScope, HookVerdict};
 use crate::projection::QueuedRun;
 use crate::run::RunContext;
 use crate::session::{ActiveRun, Session};
 use crate::settings::RunSettings;
-use crate::Result;
+use crate::{Error, Result};
 
 impl Session {
+    /// `user_prompt_submit` hooks for a steering message, before it is journaled: a hook
+    /// that blocks it refuses the submit (`forbidden`), so it never reaches the model.
+    pub(crate) async fn steering_hooks(
+        &self,
+        active: &str,
+        text: &str,
+        settings: &RunSettings,
+    ) -> Result<()> {
+        let scope = HookScope {
+            journal: self.journal(),
+            stream: MAIN_STREAM,
+            project_root: self.project_root(),
+            run_id: Some(active),
+            call_id: None,
+            tool: None,
+            cancel: None,
+        };
+        let payload = json!({ "prompt": text, "steering": true });
+        match run_hooks(
+            &settings.hooks,
+            HookEvent::UserPromptSubmit,
+            &scope,
+            payload,
+        )
+        .await?
+        {
+            HookVerdict::Continue => Ok(()),
+            HookVerdict::Blocked(reason) => Err(Error::BlockedByHook(reason)),
+        }
+    }
+
     /// Journals a steering message for the active run. Called under the dispatch lock.
     pub(crate) async fn steer(
         &self,

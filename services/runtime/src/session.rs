@@ -50,6 +50,10 @@ pub(crate) struct State {
     /// Setting overrides of goals, by goal id, for `goal.resume` (memory only, like
     /// `queued_overrides`).
     pub(crate) goal_overrides: HashMap<String, Map<String, Value>>,
+    /// The MCP tools the current step offers (`crate::mcp::refresh_tools`).
+    pub(crate) mcp_tools: Vec<Arc<dyn lumina_tools::Tool>>,
+    /// Project MCP servers the user declined to trust in this session (not asked again).
+    pub(crate) mcp_declined: std::collections::HashSet<String>,
 }
 
 /// Project guidance compiled into the model context.
@@ -112,6 +116,11 @@ impl Session {
 
     pub fn project_root(&self) -> &Path {
         &self.project_root
+    }
+
+    /// The MCP manager of the runtime, when there is one.
+    pub fn mcp(&self) -> Option<&lumina_mcp::McpManager> {
+        self.shared.mcp.as_ref()
     }
 
     pub fn tools(&self) -> &ToolRegistry {
@@ -222,11 +231,18 @@ impl Session {
         )
         .map_err(Error::Settings)?;
         settings.check_model().map_err(Error::Settings)?;
+        let mode = params.mode.unwrap_or_default();
+        if mode == SubmitMode::Steer {
+            // Outside the dispatch lock: hooks may take their whole timeout.
+            if let Some(active) = self.active_run_id() {
+                self.steering_hooks(&active, &params.prompt, &settings)
+                    .await?;
+            }
+        }
 
         let _turn = self.dispatch.lock().await;
         let active = self.lock().active.as_ref().map(|a| a.run_id.clone());
         let queued = self.journal.with_projection(|p| !p.queued.is_empty()).await;
-        let mode = params.mode.unwrap_or_default();
         let appended = match (active, mode) {
             (Some(active), SubmitMode::Steer) => self.steer(active, &params).await,
             (None, _) if !queued => self.start_now(&params, settings).await,

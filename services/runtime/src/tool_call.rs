@@ -59,7 +59,11 @@ impl Callable {
                 return Some(Callable::Memory(descriptor));
             }
         }
-        ctx.session.tools().get(name).map(Callable::Tool)
+        ctx.session
+            .tools()
+            .get(name)
+            .or_else(|| crate::mcp::tool(ctx, name))
+            .map(Callable::Tool)
     }
 
     fn descriptor(&self) -> ToolDescriptor {

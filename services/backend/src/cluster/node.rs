@@ -134,6 +134,10 @@ impl Node {
             lumina_tools::builtin_registry(),
             ownership,
         )
+        // Each tenant has its own MCP server processes.
+        .with_mcp(lumina_mcp::McpManager::new(
+            lumina_mcp::ManagerOptions::new(self.app_root.clone()),
+        ))
         .with_observer(Arc::new(self.relay.clone()));
         runtimes.insert(tenant.to_string(), runtime.clone());
         runtime
@@ -355,6 +359,9 @@ impl Node {
             if !runtime.wait_idle(self.config.drain_timeout).await {
                 runtime.cancel_all().await;
                 runtime.wait_idle(Duration::from_secs(5)).await;
+            }
+            if let Some(mcp) = runtime.mcp() {
+                mcp.shutdown().await;
             }
         }
         for (tenant, runtime) in &runtimes {

@@ -13,6 +13,8 @@ mod delivery;
 mod extensions;
 mod goal;
 mod guidance;
+mod mcp_client;
+mod mcp_server;
 mod memory;
 mod permissions;
 mod subagents;

@@ -35,10 +35,15 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0002_memory.sql",
         sql: include_str!("../../../../sql/postgres/0002_memory.sql"),
     },
+    Migration {
+        version: 3,
+        name: "0003_memory_semantic.sql",
+        sql: include_str!("../../../../sql/postgres/0003_memory_semantic.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes (the last entry of [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 2;
+pub const SCHEMA_VERSION: i32 = 3;
 
 /// The `pg_advisory_xact_lock` key serializing migrations ("Lumina" in ASCII).
 pub const MIGRATION_LOCK_KEY: i64 = 0x4c75_6d69_6e61;

@@ -7,7 +7,9 @@
 //! calling crate needs `tokio` (with `macros` and `rt-multi-thread`) as a dependency.
 //!
 //! The checks are plain `pub async fn`s (in submodules, re-exported here), so the macro
-//! stays a list of names.
+//! stays a list of names. The semantic compile checks drive the store with
+//! [`ScriptedModel`], a scripted [`SemanticModel`](crate::SemanticModel) returning canned
+//! JSON.
 
 // A test suite: panicking is how it reports a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -52,6 +54,14 @@ macro_rules! memory_conformance_suite {
             recall_organizes_context,
             recall_empty_space,
             sync_aligns_every_space,
+            compile_accepts_grounded_nodes,
+            compile_rejects_ungrounded_nodes,
+            compile_failed_batches_retry,
+            compile_resumes_from_checkpoint,
+            compile_rebuild_recompiles_from_the_ledger,
+            compile_supersedes_on_user_update,
+            compile_keeps_ambiguous_conflicts_pending,
+            compiled_nodes_join_the_graph,
         );
     };
     (@checks $factory:expr; $($check:ident),+ $(,)?) => {
@@ -125,8 +135,12 @@ pub fn sample_conversation(space: &str) -> Vec<NewEvidence> {
     out
 }
 
+mod conflicts;
 mod ledger;
 mod recall;
+mod semantic;
 
+pub use conflicts::*;
 pub use ledger::*;
 pub use recall::*;
+pub use semantic::*;

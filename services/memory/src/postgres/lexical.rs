@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::derive::{derive, EDGE_CONCEPT, EDGE_CONTEXT, FIELD_BODY, FIELD_WINDOW};
 use crate::retrieve::snapshot::SnapshotParts;
+use crate::semantic::overlay::Overlay;
 use crate::Evidence;
 
 /// Builds the snapshot parts of one space from its indexed ledger rows (any order) and
@@ -68,6 +69,7 @@ pub(crate) fn snapshot_parts(
             .collect(),
         edges: edges.into_iter().collect(),
         vectors,
+        overlay: Overlay::default(),
     }
 }
 

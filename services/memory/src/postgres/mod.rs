@@ -1,6 +1,7 @@
 //! The PostgreSQL backend (SYSTEM.md §9 cluster mode): one database holds the Memory
 //! Fabric of many tenants, every table keyed by (tenant, space), created by migration
-//! `sql/postgres/0002_memory.sql` (applied by `lumina_journal::postgres::migrate`).
+//! `sql/postgres/0002_memory.sql` and (semantic nodes, conflicts, compile state)
+//! `0003_memory_semantic.sql`, applied by `lumina_journal::postgres::migrate`.
 //!
 //! - The ledger (`memory_evidence`) is immutable (a trigger refuses UPDATE, DELETE and
 //!   TRUNCATE) and carries a generated `tsvector` column with a GIN index; with each
@@ -12,8 +13,13 @@
 //! - Dense vectors are pgvector `vector`s: exact cosine (over the in-memory snapshot)
 //!   while a space has fewer indexed rows than [`PgMemoryOptions::exact_threshold`]
 //!   (default 50,000), an HNSW index on `embedding::vector(N)` from then on.
-//! - Every write (ledger appends and index batches) first locks the space's fence row
-//!   and is refused with [`Error::Fenced`] when a newer writer has written, as the journal.
+//! - Semantic nodes, citations, conflicts, resolutions and the compile job's checkpoints
+//!   and failures live in `memory_nodes`, `memory_node_cites`, `memory_conflicts`,
+//!   `memory_resolutions`, `memory_compile_state` and `memory_compile_failures`
+//!   (`semantic`); the job is the shared one (`crate::semantic`).
+//! - Every write (ledger appends, index batches, semantic batches) first locks the space's
+//!   fence row and is refused with [`Error::Fenced`] when a newer writer has written, as the
+//!   journal.
 //!
 //! Index maintenance is serialized per process (an async lock); concurrent builders in
 //! several processes stay correct (idempotent upserts, fenced batches) but may duplicate
@@ -29,6 +35,7 @@ mod fulltext;
 mod index;
 mod ledger;
 mod lexical;
+mod semantic;
 
 use std::collections::HashMap;
 use std::str::FromStr;
@@ -45,9 +52,16 @@ use crate::derive::{config_fingerprint, IndexOptions};
 use crate::embed::EmbeddingProvider;
 use crate::retrieve::snapshot::Snapshot;
 use crate::retrieve::{self, RetrievalOptions};
+use crate::semantic::job::{
+    self, CompileState, FailureDraft, NodeFilter, SemanticBackend, SpaceLocks,
+};
+use crate::semantic::overlay::overlay;
+use crate::semantic::plan::{BatchPlan, NodeGroup};
+use crate::semantic::{BatchFailure, NodeKey};
 use crate::{
-    Appended, BuildLimits, Error, Evidence, IndexStatus, LedgerHead, MemoryStore, NewEvidence,
-    Recall, RecallQuery, RecallStats, Result, SyncReport,
+    Appended, BuildLimits, CompileLimits, CompileReport, Conflict, Error, Evidence, IndexStatus,
+    LedgerHead, MemoryStore, NewEvidence, Recall, RecallQuery, RecallStats, Result, SemanticModel,
+    SemanticNode, SemanticStatus, SyncReport,
 };
 
 /// The default number of indexed rows in a space from which dense search uses HNSW.
@@ -113,8 +127,8 @@ struct View {
     fulltext_stats: (f64, f64),
 }
 
-/// A cached read view and the index position it was loaded for.
-type CachedSnapshot = (u64, LedgerHead, View);
+/// A cached read view and the index position and semantic revision it was loaded for.
+type CachedSnapshot = (u64, LedgerHead, u64, View);
 
 struct Inner {
     pool: Pool,
@@ -122,6 +136,7 @@ struct Inner {
     options: PgMemoryOptions,
     fingerprint: String,
     maintenance: tokio::sync::Mutex<()>,
+    compile_locks: SpaceLocks,
     snapshots: Mutex<HashMap<String, CachedSnapshot>>,
 }
 
@@ -177,6 +192,7 @@ impl PgMemory {
                 options,
                 fingerprint,
                 maintenance: tokio::sync::Mutex::new(()),
+                compile_locks: SpaceLocks::default(),
                 snapshots: Mutex::new(HashMap::new()),
             }),
         }
@@ -242,20 +258,26 @@ impl PgMemory {
     }
 
     /// The read view of a space at the published generation, loaded when the cached one
-    /// is older than `indexed`.
+    /// is older than `indexed` or than the space's semantic revision.
     async fn snapshot(&self, space: &str, generation: u64, indexed: &LedgerHead) -> Result<View> {
-        if let Some((g, head, view)) = self
+        let c = self.client().await?;
+        let revision = semantic::compile_state(&**c, self.tenant(), space)
+            .await?
+            .revision;
+        if let Some((g, head, rev, view)) = self
             .inner
             .snapshots
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .get(space)
         {
-            if *g == generation && head == indexed {
+            if *g == generation && head == indexed && *rev == revision {
                 return Ok(view.clone());
             }
         }
-        let c = self.client().await?;
+        let nodes = semantic::load_nodes(&**c, self.tenant(), space, NodeFilter::All).await?;
+        let conflicts = semantic::load_conflicts(&**c, self.tenant(), space).await?;
+        let nodes_overlay = overlay(&nodes, &conflicts);
         let rows = ledger::read(
             &**c,
             self.tenant(),
@@ -279,10 +301,9 @@ impl PgMemory {
         let window = self.inner.options.index.window;
         let retrieval = self.inner.options.retrieval.clone();
         let snap = tokio::task::spawn_blocking(move || {
-            Snapshot::build(
-                lexical::snapshot_parts(evidence, vectors, window),
-                &retrieval,
-            )
+            let mut parts = lexical::snapshot_parts(evidence, vectors, window);
+            parts.overlay = nodes_overlay;
+            Snapshot::build(parts, &retrieval)
         })
         .await
         .map_err(|e| Error::Unavailable(format!("memory worker failed: {e}")))?;
@@ -296,7 +317,7 @@ impl PgMemory {
             .unwrap_or_else(PoisonError::into_inner)
             .insert(
                 space.to_owned(),
-                (generation, indexed.clone(), view.clone()),
+                (generation, indexed.clone(), revision, view.clone()),
             );
         Ok(view)
     }
@@ -426,5 +447,73 @@ impl MemoryStore for PgMemory {
             query,
             stats,
         ))
+    }
+
+    #[instrument(skip_all, fields(tenant = %self.tenant(), space = %space))]
+    async fn compile(
+        &self,
+        space: &str,
+        model: &dyn SemanticModel,
+        limits: CompileLimits,
+    ) -> Result<CompileReport> {
+        job::compile(self, space, model, limits).await
+    }
+
+    #[instrument(skip_all, fields(tenant = %self.tenant(), space = %space))]
+    async fn reset_semantic(&self, space: &str) -> Result<()> {
+        let _guard = self.inner.compile_locks.lock(space).await;
+        self.reset_space(space).await
+    }
+
+    async fn semantic_status(&self, space: &str) -> Result<SemanticStatus> {
+        let c = self.client().await?;
+        semantic::semantic_status(&**c, self.tenant(), space).await
+    }
+
+    async fn nodes(&self, space: &str) -> Result<Vec<SemanticNode>> {
+        let c = self.client().await?;
+        semantic::load_nodes(&**c, self.tenant(), space, NodeFilter::All).await
+    }
+
+    async fn conflicts(&self, space: &str) -> Result<Vec<Conflict>> {
+        let c = self.client().await?;
+        semantic::load_conflicts(&**c, self.tenant(), space).await
+    }
+}
+
+#[async_trait]
+impl SemanticBackend for PgMemory {
+    fn compile_locks(&self) -> &SpaceLocks {
+        &self.inner.compile_locks
+    }
+
+    async fn compile_state(&self, space: &str) -> Result<CompileState> {
+        let c = self.client().await?;
+        semantic::compile_state(&**c, self.tenant(), space).await
+    }
+
+    async fn reset_space(&self, space: &str) -> Result<()> {
+        let mut c = self.client().await?;
+        semantic::reset(&mut c, self.tenant(), self.inner.options.fence, space).await
+    }
+
+    async fn current_nodes(&self, space: &str, limit: usize) -> Result<Vec<SemanticNode>> {
+        let c = self.client().await?;
+        semantic::load_nodes(&**c, self.tenant(), space, NodeFilter::Current(limit)).await
+    }
+
+    async fn node_group(&self, space: &str, keys: &[NodeKey]) -> Result<NodeGroup> {
+        let c = self.client().await?;
+        semantic::node_group(&**c, self.tenant(), space, keys).await
+    }
+
+    async fn commit_batch(&self, plan: &BatchPlan) -> Result<()> {
+        let mut c = self.client().await?;
+        semantic::commit_batch(&mut c, self.tenant(), self.inner.options.fence, plan).await
+    }
+
+    async fn record_failure(&self, failure: &FailureDraft) -> Result<BatchFailure> {
+        let mut c = self.client().await?;
+        semantic::record_failure(&mut c, self.tenant(), self.inner.options.fence, failure).await
     }
 }

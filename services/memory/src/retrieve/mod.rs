@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use organize::render;
+pub use organize::{conflict_note, render};
 use snapshot::Snapshot;
 
 use crate::{text, Recall, RecallQuery, RecallStats, RecalledItem, Signals};
@@ -54,6 +54,9 @@ pub struct RetrievalOptions {
     pub graph_context_weight: f32,
     /// See `graph_next_weight`. Default 0.5.
     pub graph_concept_weight: f32,
+    /// Weight of the edges between an accepted semantic node and the events it cites.
+    /// Default 0.5. (Without semantic compile there are no such edges.)
+    pub graph_node_weight: f32,
     /// Final score = fused·`fused_weight` + graph·`graph_weight` + span·`span_weight`
     /// (each of fused, graph and the sparse span score normalized to the best candidate).
     pub fused_weight: f32,
@@ -88,6 +91,7 @@ impl Default for RetrievalOptions {
             graph_next_weight: 1.0,
             graph_context_weight: 0.5,
             graph_concept_weight: 0.5,
+            graph_node_weight: 0.5,
             fused_weight: 1.0,
             graph_weight: 0.2,
             span_weight: 1.0,
@@ -266,7 +270,7 @@ pub(crate) fn run(
             }
         })
         .collect();
-    let context = organize::organize(&items, query);
+    let context = organize::organize(&items, query, &snap.conflicts);
     Recall {
         items,
         context,

@@ -1,12 +1,21 @@
 //! Context organization: the selected evidence grouped by context in chronological order,
-//! each item with its time, actor, context and source id, plus the reference time.
+//! each item with its time, actor, context and source id, plus the reference time and the
+//! conflict state of items whose events compiled nodes dispute or replaced.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
-use crate::{now_ms, time, ContextGroup, OrganizedContext, Recall, RecallQuery, RecalledItem};
+use crate::semantic::overlay::ConflictNote;
+use crate::semantic::NodeStatus;
+use crate::{
+    now_ms, time, ContextGroup, ItemConflict, OrganizedContext, Recall, RecallQuery, RecalledItem,
+};
 
-pub(super) fn organize(items: &[RecalledItem], query: &RecallQuery) -> OrganizedContext {
+pub(super) fn organize(
+    items: &[RecalledItem],
+    query: &RecallQuery,
+    notes: &HashMap<u64, Vec<ConflictNote>>,
+) -> OrganizedContext {
     let mut groups: Vec<ContextGroup> = Vec::new();
     let mut index: HashMap<&str, usize> = HashMap::new();
     for (i, item) in items.iter().enumerate() {
@@ -34,10 +43,49 @@ pub(super) fn organize(items: &[RecalledItem], query: &RecallQuery) -> Organized
         });
     }
     groups.sort_by(|a, b| a.start_ms.cmp(&b.start_ms).then(a.context.cmp(&b.context)));
+    let conflicts = items
+        .iter()
+        .enumerate()
+        .flat_map(|(i, item)| {
+            notes
+                .get(&item.event_id)
+                .into_iter()
+                .flatten()
+                .map(move |n| ItemConflict {
+                    item: i,
+                    event_id: item.event_id,
+                    node_id: n.node_id,
+                    state: n.state,
+                    subject: n.subject.clone(),
+                    predicate: n.predicate.clone(),
+                    value: n.value.clone(),
+                    others: n.others.clone(),
+                })
+        })
+        .collect();
     OrganizedContext {
         reference_time_ms: query.reference_time_ms.unwrap_or_else(now_ms),
         tokens: items.iter().map(|i| i.tokens).sum(),
         groups,
+        conflicts,
+    }
+}
+
+/// A conflict in words, for a model: `superseded: user lives in "Berlin", now "Lisbon"`
+/// or `disputed: project builds with "Rust 1.79" vs "Rust 1.80"; unresolved`.
+pub fn conflict_note(c: &ItemConflict) -> String {
+    let others = c
+        .others
+        .iter()
+        .map(|v| format!("{v:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let head = format!("{} {} {:?}", c.subject, c.predicate, c.value);
+    match (c.state, others.is_empty()) {
+        (NodeStatus::Superseded, true) => format!("superseded: {head}"),
+        (NodeStatus::Superseded, false) => format!("superseded: {head}, now {others}"),
+        (_, true) => format!("disputed: {head}; unresolved"),
+        (_, false) => format!("disputed: {head} vs {others}; unresolved"),
     }
 }
 
@@ -71,6 +119,9 @@ pub fn render(recall: &Recall) -> String {
                 item.actor,
                 item.text
             );
+            for c in recall.context.conflicts.iter().filter(|c| c.item == i) {
+                let _ = writeln!(out, "  ({})", conflict_note(c));
+            }
         }
     }
     out

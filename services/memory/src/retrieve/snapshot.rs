@@ -6,7 +6,8 @@
 use std::collections::HashMap;
 
 use super::RetrievalOptions;
-use crate::derive::{EDGE_CONCEPT, EDGE_CONTEXT};
+use crate::derive::{EDGE_CONCEPT, EDGE_CONTEXT, EDGE_NODE};
+use crate::semantic::overlay::{ConflictNote, Overlay};
 use crate::{text, time, Evidence};
 
 /// One document: the evidence plus its scoring spans.
@@ -62,6 +63,8 @@ pub(crate) struct Snapshot {
     pub dims: usize,
     /// Documents containing each term in either field (BM25F's document frequency).
     pub any_df: HashMap<u32, u32>,
+    /// Event id → pending or superseded nodes citing it.
+    pub conflicts: HashMap<u64, Vec<ConflictNote>>,
 }
 
 /// Inputs for [`Snapshot::build`]: documents in context order (context, turn order, id).
@@ -70,6 +73,8 @@ pub(crate) struct SnapshotParts {
     pub postings: Vec<(String, i64, u64, u32)>,
     pub edges: Vec<(u64, String, i64)>,
     pub vectors: Vec<(u64, Vec<f32>)>,
+    /// What the space's semantic nodes add (graph edges, conflict notes).
+    pub overlay: Overlay,
 }
 
 impl Snapshot {
@@ -150,7 +155,10 @@ impl Snapshot {
                 })
                 .collect();
         }
-        s.graph = build_graph(&s.docs, &parts.edges, &s.by_event, options);
+        let mut edges = parts.edges;
+        edges.extend(parts.overlay.edges);
+        s.graph = build_graph(&s.docs, &edges, &s.by_event, options);
+        s.conflicts = parts.overlay.notes;
         if let Some(dims) = parts.vectors.first().map(|(_, v)| v.len()) {
             s.dims = dims;
             s.vectors = vec![0.0; dims * n];
@@ -195,6 +203,7 @@ fn build_graph(
         let weight = match *kind {
             EDGE_CONTEXT => options.graph_context_weight,
             EDGE_CONCEPT => options.graph_concept_weight,
+            EDGE_NODE => options.graph_node_weight,
             _ => continue,
         };
         if weight <= 0.0 {

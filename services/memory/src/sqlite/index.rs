@@ -111,13 +111,15 @@ pub(crate) struct LoadedSpace {
 
 /// The open index file.
 pub(crate) struct IndexDb {
-    conn: Connection,
+    pub(super) conn: Connection,
 }
 
 impl IndexDb {
     pub fn open(path: &Path) -> Result<Self> {
         let conn = open(path)?;
         conn.execute_batch(META_SCHEMA).db("create index schema")?;
+        conn.execute_batch(super::semantic::SEMANTIC_SCHEMA)
+            .db("create semantic schema")?;
         Ok(Self { conn })
     }
 
@@ -248,7 +250,7 @@ impl IndexDb {
             .unwrap_or_else(|| Ok(LedgerHead::default()))
     }
 
-    fn begin(&mut self) -> Result<Transaction<'_>> {
+    pub(super) fn begin(&mut self) -> Result<Transaction<'_>> {
         self.conn
             .transaction_with_behavior(TransactionBehavior::Immediate)
             .db("begin index transaction")

@@ -1,5 +1,6 @@
 //! The local SQLite backend: `<AppRoot>/data/memory/fabric/ledger.sqlite` (evidence) and
-//! `index.sqlite` (derived indexes in generations). One connection per file behind a
+//! `index.sqlite` (derived indexes in generations, and the semantic nodes, conflicts and
+//! compile state of `semantic`). One connection per file behind a
 //! mutex; all SQLite work runs on tokio's blocking pool. Index maintenance (catch-up and
 //! rebuilds) is serialized by an async lock; queries that find the index aligned never
 //! take it.
@@ -8,6 +9,7 @@ mod build;
 mod db;
 mod index;
 mod ledger;
+mod semantic;
 mod windows;
 
 use std::collections::HashMap;
@@ -23,9 +25,16 @@ use crate::derive::{config_fingerprint, IndexOptions};
 use crate::embed::EmbeddingProvider;
 use crate::retrieve::snapshot::{Snapshot, SnapshotParts};
 use crate::retrieve::{self, RetrievalOptions};
+use crate::semantic::job::{
+    self, CompileState, FailureDraft, NodeFilter, SemanticBackend, SpaceLocks,
+};
+use crate::semantic::overlay::overlay;
+use crate::semantic::plan::{BatchPlan, NodeGroup};
+use crate::semantic::{BatchFailure, NodeKey};
 use crate::{
-    Appended, BuildLimits, Error, Evidence, IndexStatus, LedgerHead, MemoryStore, NewEvidence,
-    Recall, RecallQuery, RecallStats, Result, SyncReport,
+    Appended, BuildLimits, CompileLimits, CompileReport, Conflict, Error, Evidence, IndexStatus,
+    LedgerHead, MemoryStore, NewEvidence, Recall, RecallQuery, RecallStats, Result, SemanticModel,
+    SemanticNode, SemanticStatus, SyncReport,
 };
 
 /// Settings of the SQLite store.
@@ -54,8 +63,8 @@ impl std::fmt::Debug for SqliteMemory {
     }
 }
 
-/// A cached read view and the index position it was loaded for.
-type CachedSnapshot = (u64, LedgerHead, Arc<Snapshot>);
+/// A cached read view and the index position and semantic revision it was loaded for.
+type CachedSnapshot = (u64, LedgerHead, u64, Arc<Snapshot>);
 
 pub(crate) struct Inner {
     dir: PathBuf,
@@ -65,6 +74,7 @@ pub(crate) struct Inner {
     options: SqliteOptions,
     fingerprint: String,
     maintenance: tokio::sync::Mutex<()>,
+    compile_locks: SpaceLocks,
     snapshots: Mutex<HashMap<String, CachedSnapshot>>,
 }
 
@@ -114,6 +124,7 @@ impl SqliteMemory {
                 options,
                 fingerprint,
                 maintenance: tokio::sync::Mutex::new(()),
+                compile_locks: SpaceLocks::default(),
                 snapshots: Mutex::new(HashMap::new()),
             }),
         })
@@ -146,19 +157,28 @@ impl SqliteMemory {
     }
 
     /// The read view of a space at the published generation, loaded when the cached one is
-    /// older than `indexed`.
+    /// older than `indexed` or than the space's semantic revision.
     fn snapshot(
         inner: &Inner,
         space: &str,
         generation: u64,
         indexed: &LedgerHead,
     ) -> Result<Arc<Snapshot>> {
-        if let Some((g, head, snap)) = lock(&inner.snapshots).get(space) {
-            if *g == generation && head == indexed {
+        let revision = inner.index().compile_state(space)?.revision;
+        if let Some((g, head, rev, snap)) = lock(&inner.snapshots).get(space) {
+            if *g == generation && head == indexed && *rev == revision {
                 return Ok(Arc::clone(snap));
             }
         }
-        let loaded = inner.index().load_space(generation, space)?;
+        let (loaded, nodes_overlay) = {
+            let index = inner.index();
+            let nodes = index.load_nodes(space, NodeFilter::All)?;
+            let conflicts = index.load_conflicts(space)?;
+            (
+                index.load_space(generation, space)?,
+                overlay(&nodes, &conflicts),
+            )
+        };
         let texts: HashMap<u64, Evidence> = inner
             .ledger()
             .read(space, 0, usize::MAX)?
@@ -181,12 +201,13 @@ impl SqliteMemory {
                 postings: loaded.postings,
                 edges: loaded.edges,
                 vectors: loaded.vectors,
+                overlay: nodes_overlay,
             },
             &inner.options.retrieval,
         ));
         lock(&inner.snapshots).insert(
             space.to_owned(),
-            (generation, indexed.clone(), Arc::clone(&snap)),
+            (generation, indexed.clone(), revision, Arc::clone(&snap)),
         );
         Ok(snap)
     }
@@ -288,5 +309,82 @@ impl MemoryStore for SqliteMemory {
             ))
         })
         .await
+    }
+
+    #[instrument(skip_all, fields(space = %space))]
+    async fn compile(
+        &self,
+        space: &str,
+        model: &dyn SemanticModel,
+        limits: CompileLimits,
+    ) -> Result<CompileReport> {
+        job::compile(self, space, model, limits).await
+    }
+
+    #[instrument(skip_all, fields(space = %space))]
+    async fn reset_semantic(&self, space: &str) -> Result<()> {
+        let _guard = self.inner.compile_locks.lock(space).await;
+        self.reset_space(space).await
+    }
+
+    async fn semantic_status(&self, space: &str) -> Result<SemanticStatus> {
+        let space = space.to_owned();
+        self.blocking(move |inner| inner.index().semantic_status(&space))
+            .await
+    }
+
+    async fn nodes(&self, space: &str) -> Result<Vec<SemanticNode>> {
+        let space = space.to_owned();
+        self.blocking(move |inner| inner.index().load_nodes(&space, NodeFilter::All))
+            .await
+    }
+
+    async fn conflicts(&self, space: &str) -> Result<Vec<Conflict>> {
+        let space = space.to_owned();
+        self.blocking(move |inner| inner.index().load_conflicts(&space))
+            .await
+    }
+}
+
+#[async_trait]
+impl SemanticBackend for SqliteMemory {
+    fn compile_locks(&self) -> &SpaceLocks {
+        &self.inner.compile_locks
+    }
+
+    async fn compile_state(&self, space: &str) -> Result<CompileState> {
+        let space = space.to_owned();
+        self.blocking(move |inner| inner.index().compile_state(&space))
+            .await
+    }
+
+    async fn reset_space(&self, space: &str) -> Result<()> {
+        let space = space.to_owned();
+        self.blocking(move |inner| inner.index().reset_semantic(&space))
+            .await
+    }
+
+    async fn current_nodes(&self, space: &str, limit: usize) -> Result<Vec<SemanticNode>> {
+        let space = space.to_owned();
+        self.blocking(move |inner| inner.index().load_nodes(&space, NodeFilter::Current(limit)))
+            .await
+    }
+
+    async fn node_group(&self, space: &str, keys: &[NodeKey]) -> Result<NodeGroup> {
+        let (space, keys) = (space.to_owned(), keys.to_vec());
+        self.blocking(move |inner| inner.index().node_group(&space, &keys))
+            .await
+    }
+
+    async fn commit_batch(&self, plan: &BatchPlan) -> Result<()> {
+        let plan = plan.clone();
+        self.blocking(move |inner| inner.index().commit_batch(&plan))
+            .await
+    }
+
+    async fn record_failure(&self, failure: &FailureDraft) -> Result<BatchFailure> {
+        let failure = failure.clone();
+        self.blocking(move |inner| inner.index().record_failure(&failure))
+            .await
     }
 }

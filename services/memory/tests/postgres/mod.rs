@@ -350,3 +350,76 @@ async fn crossing_the_hnsw_threshold_keeps_recall() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stale_fences_refuse_semantic_writes_and_tenants_stay_apart() {
+    use lumina_memory::conformance::{node_json, profile_conversation, ScriptedModel};
+    use lumina_memory::CompileLimits;
+
+    let fixture = pg_store().await;
+    let connect = |tenant: &str, fence: u64| {
+        PgMemory::connect(
+            &fixture.url,
+            PgMemoryOptions {
+                fence,
+                ..options(tenant)
+            },
+            None,
+        )
+        .unwrap()
+    };
+    let (old, new) = (connect("t1", 1), connect("t1", 2));
+    let rows = profile_conversation(SPACE);
+    let ids: Vec<u64> = old
+        .append(rows[..4].to_vec())
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.evidence.event_id)
+        .collect();
+    new.append(rows[4..].to_vec()).await.unwrap();
+    let berlin = node_json(
+        "fact",
+        ("user", "lives in", "Berlin"),
+        &[(ids[0], "I live in Berlin")],
+    );
+    let model = ScriptedModel::new();
+    model.nodes(vec![berlin.clone()]).nodes(vec![berlin]);
+    match old.compile(SPACE, &model, CompileLimits::default()).await {
+        Err(Error::Fenced {
+            fence: 1,
+            current: 2,
+            ..
+        }) => {}
+        other => panic!("expected Fenced, got {other:?}"),
+    }
+    assert!(matches!(
+        old.reset_semantic(SPACE).await,
+        Err(Error::Fenced { .. })
+    ));
+    assert!(new.nodes(SPACE).await.unwrap().is_empty());
+    assert_eq!(new.semantic_status(SPACE).await.unwrap().last_event_id, 0);
+    let report = new
+        .compile(SPACE, &model, CompileLimits::default())
+        .await
+        .unwrap();
+    assert_eq!(report.accepted, 1);
+
+    // Another tenant with the same space name sees none of it, and cannot cite it.
+    let other = connect("t2", 0);
+    assert!(other.nodes(SPACE).await.unwrap().is_empty());
+    assert_eq!(other.semantic_status(SPACE).await.unwrap().last_event_id, 0);
+    other.append(rows[..1].to_vec()).await.unwrap();
+    let foreign = ScriptedModel::new();
+    foreign.nodes(vec![node_json(
+        "fact",
+        ("user", "lives in", "Berlin"),
+        &[(ids[0], "I live in Berlin")],
+    )]);
+    let report = other
+        .compile(SPACE, &foreign, CompileLimits::default())
+        .await
+        .unwrap();
+    assert_eq!((report.accepted, report.rejected), (0, 1));
+    assert_eq!(new.nodes(SPACE).await.unwrap().len(), 1);
+}

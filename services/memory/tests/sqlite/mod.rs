@@ -302,3 +302,127 @@ async fn the_token_budget_holds_for_long_evidence() {
         "the best span is the matching sentence"
     );
 }
+
+#[tokio::test]
+async fn compile_survives_a_restart_and_never_writes_the_ledger_file() {
+    use lumina_memory::conformance::{node_json, profile_conversation, ScriptedModel};
+    use lumina_memory::semantic::NodeStatus;
+    use lumina_memory::CompileLimits;
+
+    let fixture = sqlite_store().await;
+    let ids: Vec<u64> = fixture
+        .store
+        .append(profile_conversation(SPACE))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.evidence.event_id)
+        .collect();
+    let ledger = fixture.store.ledger_path();
+    let index = fixture.store.index_path();
+    let TempStore { store, dir } = fixture;
+    drop(store);
+    let before = file_hash(&ledger);
+
+    let model = ScriptedModel::new();
+    model
+        .nodes(vec![node_json(
+            "fact",
+            ("user", "lives in", "Berlin"),
+            &[(ids[0], "I live in Berlin")],
+        )])
+        .nodes(vec![node_json(
+            "fact",
+            ("user", "lives in", "Lisbon"),
+            &[(ids[4], "I moved to Lisbon")],
+        )]);
+    let limits = CompileLimits {
+        batch_rows: 4,
+        stop_after_batches: Some(1),
+        ..CompileLimits::default()
+    };
+    let store = reopen(&dir, SqliteOptions::default());
+    let first = store.compile(SPACE, &model, limits).await.unwrap();
+    assert!(first.paused);
+    drop(store);
+
+    // "Crash" and restart: the checkpoint is in index.sqlite; the job goes on from it.
+    let conn = rusqlite::Connection::open(&index).unwrap();
+    let checkpoint: i64 = conn
+        .query_row(
+            "SELECT last_event_id FROM semantic_state WHERE space = ?1",
+            [SPACE],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(checkpoint as u64, ids[3]);
+    drop(conn);
+    let store = reopen(&dir, SqliteOptions::default());
+    let rest = store
+        .compile(
+            SPACE,
+            &model,
+            CompileLimits {
+                stop_after_batches: None,
+                ..limits
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!((rest.batches, rest.superseded), (1, 1));
+    assert_eq!(model.prompts().len(), 2);
+    let statuses: Vec<NodeStatus> = store
+        .nodes(SPACE)
+        .await
+        .unwrap()
+        .iter()
+        .map(|n| n.status)
+        .collect();
+    assert_eq!(statuses, [NodeStatus::Superseded, NodeStatus::Active]);
+    store.reset_semantic(SPACE).await.unwrap();
+    drop(store);
+    assert_eq!(
+        file_hash(&ledger),
+        before,
+        "ledger bytes unchanged by compiles"
+    );
+}
+
+#[tokio::test]
+async fn a_compile_checkpoint_that_is_not_the_ledger_rebuilds_the_nodes() {
+    use lumina_memory::conformance::{node_json, profile_conversation, ScriptedModel};
+    use lumina_memory::CompileLimits;
+
+    let fixture = sqlite_store().await;
+    let store = &fixture.store;
+    let ids: Vec<u64> = store
+        .append(profile_conversation(SPACE))
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|a| a.evidence.event_id)
+        .collect();
+    let model = ScriptedModel::new();
+    let berlin = node_json(
+        "fact",
+        ("user", "lives in", "Berlin"),
+        &[(ids[0], "I live in Berlin")],
+    );
+    model.nodes(vec![berlin.clone()]).nodes(vec![berlin]);
+    let first = store
+        .compile(SPACE, &model, CompileLimits::default())
+        .await
+        .unwrap();
+    assert!(!first.rebuilt);
+    let conn = rusqlite::Connection::open(store.index_path()).unwrap();
+    conn.execute("UPDATE semantic_state SET checksum = 'not-the-ledger'", [])
+        .unwrap();
+    drop(conn);
+    let second = store
+        .compile(SPACE, &model, CompileLimits::default())
+        .await
+        .unwrap();
+    assert!(second.rebuilt);
+    assert_eq!(second.batches, 1);
+    assert_eq!(store.nodes(SPACE).await.unwrap().len(), 1);
+}

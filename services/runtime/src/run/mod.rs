@@ -174,6 +174,8 @@ pub(crate) async fn execute(ctx: RunContext) -> Option<RunContext> {
             ctx.session.run_ended(&ctx.run_id);
             return None;
         }
+        // The project's new evidence is compiled in the background (`memory_compile`).
+        crate::memory::after_run(&ctx);
         let next = ctx.session.start_next_locked(&ctx.run_id).await;
         drop(turn);
         return next;

@@ -238,6 +238,10 @@ async fn compile(
     step: u32,
 ) -> Result<(ChatRequest, u64)> {
     let journal = ctx.session.journal();
+    if step == 1 && ctx.is_main() {
+        crate::mcp::prepare(ctx).await?;
+    }
+    crate::mcp::refresh_tools(ctx).await;
     let tools: Vec<ToolSpec> = subagent::offered_tools(ctx, settings)
         .into_iter()
         .map(|d| ToolSpec {

@@ -146,6 +146,7 @@ pub(crate) fn offered_tools(ctx: &RunContext, settings: &RunSettings) -> Vec<Too
         .tools()
         .descriptors()
         .into_iter()
+        .chain(crate::mcp::tools(ctx).iter().map(|t| t.descriptor()))
         .filter(|d| ctx.agent.allows(&d.name))
         .collect();
     if ctx.agent.allows(AGENT_TOOL) && ctx.agent.depth < settings.settings.subagent_max_depth {

@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crossterm::event::KeyEvent;
-use lumina_client::protocol::methods::SessionInfo;
+use lumina_client::protocol::methods::{McpServerStatus, SessionInfo};
 use lumina_client::protocol::{Decision, DeltaFrame, EventFrame};
 use serde_json::Value;
 
@@ -65,6 +65,8 @@ pub enum ConnEvent {
     Events(Vec<EventFrame>),
     Delta(DeltaFrame),
     Sessions(Vec<SessionInfo>),
+    /// The open session's MCP servers (`/mcp`).
+    Mcp(Vec<McpServerStatus>),
     Submitted {
         request_id: String,
         run_id: String,
@@ -96,6 +98,10 @@ pub enum Command {
         reason: Option<String>,
     },
     ListSessions,
+    /// `mcp.status` of the open session.
+    McpStatus,
+    /// `mcp.trust` of a project server of the open session.
+    McpTrust(String),
     Open(String),
     NewSession,
     Reconnect,

@@ -54,8 +54,8 @@ pub const COMMANDS: &[Spec] = &[
     },
     Spec {
         name: "mcp",
-        args: "",
-        help: "list MCP servers and tools",
+        args: "[trust NAME]",
+        help: "list MCP servers and tools; trust a project server",
     },
     Spec {
         name: "Team",
@@ -90,7 +90,8 @@ pub enum Slash {
     Compact,
     Permissions(Option<String>),
     Skills,
-    Mcp,
+    /// `/mcp` lists servers; `/mcp trust NAME` trusts a project server.
+    Mcp(Option<String>),
     /// `/Team`, `/TeamOut`, `/NewTeam` (no backend support yet).
     Team(&'static str),
     Exit,
@@ -115,7 +116,7 @@ pub fn parse(text: &str) -> Option<Slash> {
         "compact" => Slash::Compact,
         "permissions" => Slash::Permissions(arg),
         "skills" => Slash::Skills,
-        "mcp" => Slash::Mcp,
+        "mcp" => Slash::Mcp(arg),
         "Team" | "team" => Slash::Team("Team"),
         "TeamOut" | "teamout" => Slash::Team("TeamOut"),
         "NewTeam" | "newteam" => Slash::Team("NewTeam"),

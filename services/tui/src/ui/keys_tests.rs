@@ -2,7 +2,7 @@
 //! state out. No terminal, no network.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use lumina_client::protocol::methods::SessionInfo;
+use lumina_client::protocol::methods::{McpServerStatus, SessionInfo};
 use lumina_client::protocol::{DeltaFrame, Event, EventFrame, Usage};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -322,7 +322,7 @@ fn completion_popups_for_commands_and_files() {
 #[test]
 fn commands_without_a_backend_say_so() {
     let mut app = app();
-    for command in ["/compact", "/mcp", "/Team build", "/skills"] {
+    for command in ["/compact", "/Team build", "/skills"] {
         typed(&mut app, command);
         key(&mut app, KeyCode::Esc);
         assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
@@ -335,7 +335,7 @@ fn commands_without_a_backend_say_so() {
             _ => None,
         })
         .collect();
-    assert_eq!(notices.len(), 4);
+    assert_eq!(notices.len(), 3);
     assert!(
         notices.iter().all(|n| n.contains("not available yet")),
         "{notices:?}"
@@ -406,4 +406,59 @@ fn newline_keys_and_paste() {
     key(&mut app, KeyCode::Enter);
     app.update(Msg::Paste("pasted".into()));
     assert_eq!(app.editor.raw_text(), "a\nb\n\nc\npasted");
+}
+
+#[test]
+fn mcp_lists_servers_and_trusts_a_project_server() {
+    let mut app = app();
+    // No session yet: nothing to ask the backend about.
+    typed(&mut app, "/mcp");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
+    app.update(Msg::Conn(ConnEvent::Opened {
+        session: session("s1"),
+        pending_permissions: vec![],
+    }));
+    typed(&mut app, "/mcp");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![Command::McpStatus]);
+    typed(&mut app, "/mcp trust everything");
+    assert_eq!(
+        key(&mut app, KeyCode::Enter),
+        vec![Command::McpTrust("everything".into())]
+    );
+    typed(&mut app, "/mcp frobnicate");
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
+    let server = |name: &str, state: &str, tools: usize| McpServerStatus {
+        name: name.into(),
+        source: "project".into(),
+        transport: "stdio".into(),
+        state: state.into(),
+        detail: (state == "untrusted").then(|| format!("trust it with /mcp trust {name}")),
+        protocol_version: (state == "connected").then(|| "2025-11-25".into()),
+        tools: (0..tools).map(|i| format!("mcp__{name}__t{i}")).collect(),
+    };
+    app.update(Msg::Conn(ConnEvent::Mcp(vec![
+        server("everything", "connected", 8),
+        server("local", "untrusted", 0),
+    ])));
+    let notices: Vec<(Level, String)> = app
+        .transcript
+        .kinds()
+        .filter_map(|k| match k {
+            EntryKind::Notice { level, text } => Some((*level, text.clone())),
+            _ => None,
+        })
+        .collect();
+    let n = notices.len();
+    assert!(notices[0].1.contains("no session yet"), "{notices:?}");
+    assert!(notices[n - 3].1.contains("usage: /mcp"), "{notices:?}");
+    assert_eq!(
+        notices[n - 2].1,
+        "mcp everything (project stdio): connected, protocol 2025-11-25 — 8 tool(s): \
+         mcp__everything__t0, mcp__everything__t1, mcp__everything__t2, mcp__everything__t3, \
+         mcp__everything__t4, mcp__everything__t5, +2 more"
+    );
+    assert_eq!(notices[n - 1].0, Level::Warning);
+    assert!(notices[n - 1].1.contains("trust it with /mcp trust local"));
 }

@@ -3,6 +3,7 @@
 //! `SessionView`), so this code never deduplicates by seq; it only has to cope with
 //! replays of whole sessions and with deltas that a reconnect cut short.
 
+use lumina_client::protocol::methods::McpServerStatus;
 use lumina_client::protocol::{DeltaFrame, Event, EventFrame, GoalState, MAIN_STREAM};
 use serde_json::Value;
 
@@ -82,6 +83,7 @@ impl App {
                     *items = Some(list);
                 }
             }
+            ConnEvent::Mcp(servers) => self.show_mcp(&servers),
             ConnEvent::Submitted { request_id, run_id } => {
                 if self
                     .submitting
@@ -392,7 +394,8 @@ impl App {
                 )));
             }
             Event::MemoryRecalled { source_ids, .. } => {
-                self.transcript.push(EntryKind::Dim(recalled_line(source_ids)));
+                self.transcript
+                    .push(EntryKind::Dim(recalled_line(source_ids)));
             }
             Event::Unknown => {
                 self.transcript.push(EntryKind::Dim(format!(
@@ -549,4 +552,55 @@ fn recalled_line(source_ids: &[String]) -> String {
         }
     }
     line
+}
+
+/// Tool names shown per server on a `/mcp` line before "+N more".
+const MCP_TOOLS_SHOWN: usize = 6;
+
+impl App {
+    /// `/mcp`: one line per server.
+    fn show_mcp(&mut self, servers: &[McpServerStatus]) {
+        if servers.is_empty() {
+            self.notice(
+                Level::Info,
+                "no MCP servers: add them to the project's .mcp.json or to config/mcp.json in \
+                 the Lumina home",
+            );
+            return;
+        }
+        for server in servers {
+            let level = match server.state.as_str() {
+                "failed" => Level::Error,
+                "untrusted" => Level::Warning,
+                _ => Level::Info,
+            };
+            let mut line = format!(
+                "mcp {} ({} {}): {}",
+                server.name, server.source, server.transport, server.state
+            );
+            if let Some(version) = &server.protocol_version {
+                line.push_str(&format!(", protocol {version}"));
+            }
+            if let Some(detail) = &server.detail {
+                line.push_str(&format!(" — {detail}"));
+            }
+            if !server.tools.is_empty() {
+                let shown: Vec<&str> = server
+                    .tools
+                    .iter()
+                    .take(MCP_TOOLS_SHOWN)
+                    .map(String::as_str)
+                    .collect();
+                line.push_str(&format!(
+                    " — {} tool(s): {}",
+                    server.tools.len(),
+                    shown.join(", ")
+                ));
+                if server.tools.len() > MCP_TOOLS_SHOWN {
+                    line.push_str(&format!(", +{} more", server.tools.len() - MCP_TOOLS_SHOWN));
+                }
+            }
+            self.notice(level, line);
+        }
+    }
 }

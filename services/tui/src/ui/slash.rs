@@ -81,7 +81,7 @@ impl App {
                 "/skills",
                 "the backend has no method to list skills yet; run one with /NAME ARGS",
             ),
-            Slash::Mcp => self.not_yet("/mcp", "the backend has no method to list MCP servers yet"),
+            Slash::Mcp(arg) => return self.mcp(arg),
             Slash::Team(name) => self.not_yet(
                 &format!("/{name}"),
                 "agent teams have no backend methods yet",
@@ -96,6 +96,25 @@ impl App {
             Slash::Prompt(_) => {}
         }
         Vec::new()
+    }
+
+    fn mcp(&mut self, arg: Option<String>) -> Vec<Command> {
+        if self.session.is_none() {
+            self.notice(
+                Level::Info,
+                "no session yet: MCP servers belong to a session's project; send a prompt first",
+            );
+            return Vec::new();
+        }
+        let words: Vec<&str> = arg.as_deref().unwrap_or("").split_whitespace().collect();
+        match words.as_slice() {
+            [] => vec![Command::McpStatus],
+            ["trust", name] => vec![Command::McpTrust(name.to_string())],
+            _ => {
+                self.notice(Level::Error, "usage: /mcp, or /mcp trust NAME");
+                Vec::new()
+            }
+        }
     }
 
     fn not_yet(&mut self, command: &str, why: &str) {

@@ -313,3 +313,52 @@ async fn a_user_prompt_submit_hook_can_block_the_prompt() {
     assert!(!h.model.requests()[0].body.to_string().contains("hunter2"));
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_user_prompt_submit_hook_blocks_a_steering_message_too() {
+    let hooks = json!({"user_prompt_submit": [{
+        "command": "if grep -q password; then echo 'prompts may not contain passwords' >&2; exit 2; fi",
+    }]});
+    let h = Harness::start_with(
+        "anthropic",
+        vec![
+            Turn::tool_call("shell", json!({"command": "echo working; sleep 1"})),
+            Turn::text("finished"),
+        ],
+        &[("LUMINA_HOOKS", &hooks.to_string())],
+    )
+    .await;
+    let (client, mut notes) = h.client().await;
+    let session = h.session(&client).await;
+    let run = client
+        .session_submit(&submit(&session.id, "build it", bypass()))
+        .await
+        .unwrap();
+    next_event(&mut notes, "tool.started").await;
+    let mut steer = submit(&session.id, "the password is hunter2", bypass());
+    steer.mode = Some(lumina_protocol::methods::SubmitMode::Steer);
+    let err = client.session_submit(&steer).await.unwrap_err();
+    let error = err.server_error().unwrap();
+    assert_eq!(error.code, lumina_protocol::ErrorCode::Forbidden);
+    assert!(
+        error.message.contains("prompts may not contain passwords"),
+        "{error:?}"
+    );
+    let frames = events(&until_run_end(&mut notes, &run.run_id).await);
+    assert!(!frames
+        .iter()
+        .any(|f| matches!(f.event, Event::MessageSteering { .. })));
+    assert!(matches!(&frames.last().unwrap().event,
+        Event::RunCompleted { result, .. } if result == "finished"));
+    // The hook ran (and is journaled); the model never saw the message.
+    let all = all_events(&client, &session.id).await;
+    assert!(hook_runs(&all)
+        .iter()
+        .any(|(event, exit, blocked, _, _)| event == "user_prompt_submit"
+            && *exit == Some(2)
+            && *blocked));
+    for request in h.model.requests() {
+        assert!(!request.body.to_string().contains("hunter2"));
+    }
+    h.stop().await;
+}

@@ -207,6 +207,30 @@ impl Conn {
                 Err(error) => Self::classify(error)
                     .map(|error| self.failed(None, format!("cannot list the sessions: {error}"))),
             },
+            Command::McpStatus => match &self.session {
+                Some(session) => match self.client.mcp_status(&session.id).await {
+                    Ok(status) => {
+                        self.send(ConnEvent::Mcp(status.servers));
+                        Ok(())
+                    }
+                    Err(error) => Self::classify(error)
+                        .map(|error| self.failed(None, format!("/mcp failed: {error}"))),
+                },
+                None => Ok(()),
+            },
+            Command::McpTrust(name) => match &self.session {
+                Some(session) => match self.client.mcp_trust(&session.id, &name).await {
+                    Ok(_) => {
+                        self.send(ConnEvent::Notice(format!(
+                            "trusted the MCP server `{name}`: its tools are offered from the next prompt on"
+                        )));
+                        Ok(())
+                    }
+                    Err(error) => Self::classify(error)
+                        .map(|error| self.failed(None, format!("/mcp trust failed: {error}"))),
+                },
+                None => Ok(()),
+            },
             Command::Open(id) => self.open(&id).await,
             Command::NewSession => {
                 self.session = None;

@@ -1,0 +1,113 @@
+//! Driver for the official MCP conformance suite's client mode
+//! (`conformance client --command <this binary>`): the suite appends its test server's URL
+//! as the last argument and names the scenario in `MCP_CONFORMANCE_SCENARIO`.
+//!
+//! The driver only sequences library calls — the same `ClientSession` code paths the
+//! runtime uses: connect (auto era), list tools, call each tool once with arguments made
+//! from its input schema, close. Exit 0 on success, 1 with one line on stderr on failure.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use lumina_mcp::client::{ClientSession, ConnectOptions, Endpoint, HttpMode};
+use serde_json::{Map, Value};
+
+const CALL_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    match run().await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("lumina-mcp-conformance-client: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), String> {
+    let url = std::env::args()
+        .next_back()
+        .ok_or("usage: lumina-mcp-conformance-client <url>")?;
+    let url = url::Url::parse(&url).map_err(|e| format!("invalid server URL `{url}`: {e}"))?;
+    if let Ok(scenario) = std::env::var("MCP_CONFORMANCE_SCENARIO") {
+        tracing::info!(scenario, "conformance scenario");
+    }
+    let endpoint = Endpoint::Http {
+        url,
+        headers: Vec::new(),
+        mode: HttpMode::Auto,
+    };
+    let opts = ConnectOptions {
+        label: "conformance".into(),
+        ..ConnectOptions::default()
+    };
+    let session = ClientSession::connect(&endpoint, &opts)
+        .await
+        .map_err(|e| format!("connect failed: {e}"))?;
+    println!("connected: protocol {}", session.protocol_version());
+    let outcome = exercise(&session).await;
+    session.close().await;
+    outcome
+}
+
+async fn exercise(session: &ClientSession) -> Result<(), String> {
+    let tools = session
+        .list_tools()
+        .await
+        .map_err(|e| format!("tools/list failed: {e}"))?;
+    println!("tools: {}", tools.len());
+    for tool in tools {
+        let args = example_arguments(&tool.input_schema);
+        let result = session
+            .call_tool(&tool.name, args, CALL_TIMEOUT, None)
+            .await
+            .map_err(|e| format!("tools/call {} failed: {e}", tool.name))?;
+        println!(
+            "{}{}: {}",
+            tool.name,
+            if result.is_error { " (error)" } else { "" },
+            lumina_mcp::result_text(&result)
+        );
+    }
+    Ok(())
+}
+
+/// Arguments for a schema: numbers/integers 1, 2, 3…, strings "test", booleans true, the
+/// first enum value or the default when given.
+fn example_arguments(schema: &Value) -> Value {
+    let mut args = Map::new();
+    let mut n = 0;
+    let props = schema.get("properties").and_then(Value::as_object);
+    for (name, prop) in props.into_iter().flatten() {
+        let value = if let Some(d) = prop.get("default") {
+            d.clone()
+        } else if let Some(first) = prop
+            .get("enum")
+            .and_then(Value::as_array)
+            .and_then(|e| e.first())
+        {
+            first.clone()
+        } else {
+            match prop.get("type").and_then(Value::as_str) {
+                Some("number" | "integer") => {
+                    n += 1;
+                    Value::from(n)
+                }
+                Some("boolean") => Value::Bool(true),
+                Some("array") => Value::Array(Vec::new()),
+                Some("object") => Value::Object(Map::new()),
+                _ => Value::from("test"),
+            }
+        };
+        args.insert(name.clone(), value);
+    }
+    Value::Object(args)
+}

@@ -1,0 +1,12 @@
+//! Integration tests of the MCP client: the reference server over stdio, Streamable HTTP
+//! and HTTP+SSE; in-test servers for the eras with no reference server here; config,
+//! trust and the manager; and the official conformance suite's client scenarios.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod conformance;
+mod fake_http;
+mod fake_stdio;
+mod http_everything;
+mod manager_config;
+mod stdio_everything;
+mod support;

@@ -1,0 +1,5 @@
+//! Integration tests of lumina-runtime driven through `Runtime` and `Session` directly (the
+//! backend's tests drive it over WebSocket): the Memory Fabric's background compile.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod memory;
