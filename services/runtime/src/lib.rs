@@ -80,7 +80,7 @@ pub(crate) struct Shared {
     pub app_root: AppRoot,
     pub env: Env,
     pub tools: ToolRegistry,
-    /// The Memory Fabric store (local profile: SQLite under the AppRoot; cluster: none yet).
+    /// The Memory Fabric store (local profile: SQLite under the AppRoot; cluster: PostgreSQL per tenant).
     pub memory: Option<Arc<dyn lumina_memory::MemoryStore>>,
     /// Background semantic compiles of the memory store (`memory_compile`).
     pub compiler: Arc<memory::Compiler>,

@@ -13,6 +13,7 @@ use lumina_cluster::{LeaseKeeper, Leases, Ownerships, Redis, Registration, Regis
 use lumina_config::{AppRoot, Env};
 use lumina_journal::postgres::PgJournal;
 use lumina_journal::{Fence, JournalStore, SessionKey};
+use lumina_memory::postgres::{PgMemory, PgMemoryOptions};
 use lumina_protocol::methods::Identity;
 use lumina_runtime::{Ownership, Runtime, RuntimeOptions};
 use serde_json::{json, Value};
@@ -121,8 +122,18 @@ impl Node {
             node: self.this.clone(),
             tenant: tenant.to_string(),
         });
-        // No Memory Fabric store in the cluster profile yet (`Runtime::with_memory`): its
-        // sessions journal no evidence and offer no memory tools.
+        // The tenant's Memory Fabric in the journal's PostgreSQL (pgvector; same pool). Its
+        // writes need no lease fence of their own: evidence is appended only after the
+        // fenced journal append succeeded, and ingestion is idempotent per source event, so
+        // a fenced-out owner cannot add evidence the journal does not hold.
+        let memory = PgMemory::from_pool(
+            self.pg.pool().clone(),
+            PgMemoryOptions {
+                tenant: tenant.to_string(),
+                ..PgMemoryOptions::default()
+            },
+            None,
+        );
         let runtime = Runtime::new(
             RuntimeOptions {
                 app_root: self.app_root.clone(),
@@ -138,7 +149,8 @@ impl Node {
         .with_mcp(lumina_mcp::McpManager::new(
             lumina_mcp::ManagerOptions::new(self.app_root.clone()),
         ))
-        .with_observer(Arc::new(self.relay.clone()));
+        .with_observer(Arc::new(self.relay.clone()))
+        .with_memory(Arc::new(memory));
         runtimes.insert(tenant.to_string(), runtime.clone());
         runtime
     }

@@ -6,6 +6,7 @@ mod bench;
 mod clients;
 mod config;
 mod failover;
+mod memory;
 mod routing;
 mod support;
 mod traces;
