@@ -57,6 +57,16 @@ pub enum BenchCommand {
         /// Also write the report as JSON here.
         #[arg(long)]
         output: Option<PathBuf>,
+        /// Embeddings: `auto` (the product's selection: the remote model when
+        /// memory_bge_base_url is set, else the installed local model, else none), `local`,
+        /// `remote` or `none`. Default: the settings' `memory_embeddings` (`auto`). A
+        /// reranker configured in settings.json is used as in the product.
+        #[arg(long)]
+        embeddings: Option<String>,
+        /// The AppRoot whose settings and installed model are used (default: $LUMINA_HOME
+        /// or ~/.lumina). The benchmark's own store is always a temporary one.
+        #[arg(long)]
+        app_root: Option<PathBuf>,
     },
     /// Journal-append-to-client latency over WebSocket with many concurrent sessions.
     Latency {
@@ -101,6 +111,8 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             postgres_url,
             k,
             output,
+            embeddings,
+            app_root,
         } => {
             anyhow::ensure!(
                 dataset == "locomo",
@@ -117,6 +129,9 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
                 }
                 other => anyhow::bail!("--store {other}: use sqlite or postgres"),
             }
+            let (embedder, reranker) = memory_models(app_root, embeddings).await?;
+            options.embedder = embedder;
+            options.reranker = reranker;
             options.ks = k
                 .split(',')
                 .map(|v| v.trim().parse::<usize>())
@@ -135,6 +150,38 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             events_per_session,
         } => latency(sessions, events_per_session).await,
     }
+}
+
+/// The embedder and reranker the product would use with this AppRoot's settings, the
+/// mode overridden by `embeddings` (as the command-line layer).
+async fn memory_models(
+    app_root: Option<PathBuf>,
+    embeddings: Option<String>,
+) -> anyhow::Result<(
+    Option<Arc<dyn lumina_memory::embed::EmbeddingProvider>>,
+    Option<Arc<dyn lumina_memory::rerank::Reranker>>,
+)> {
+    let env = Env::from_process();
+    let app_root = AppRoot::resolve(app_root.as_deref(), &env)?;
+    let mut cli = serde_json::Map::new();
+    if let Some(mode) = embeddings {
+        cli.insert("memory_embeddings".into(), serde_json::Value::String(mode));
+    }
+    let settings = lumina_config::load(&app_root, None, &env, &cli).context("--embeddings")?;
+    let models = settings.memory_models();
+    let root = app_root.path().to_path_buf();
+    let selection = {
+        let models = models.clone();
+        tokio::task::spawn_blocking(move || lumina_memory::embed::select(&models, &root))
+            .await
+            .context("selecting the embedding model")?
+    };
+    match (&selection.provider, &selection.message) {
+        (Some(p), _) => eprintln!("embeddings: {} ({} dimensions)", p.model_id(), p.dims()),
+        (None, Some((_, message))) => eprintln!("embeddings: none ({message})"),
+        (None, None) => eprintln!("embeddings: none"),
+    }
+    Ok((selection.provider, lumina_memory::rerank::select(&models)))
 }
 
 /// Starts a local backend in-process, subscribes one WebSocket client per session, appends

@@ -9,6 +9,7 @@ pub mod endpoint;
 pub mod local;
 pub mod mcp;
 pub mod mcp_server;
+pub mod memory_setup;
 pub mod metered;
 pub mod metrics;
 pub mod rpc;

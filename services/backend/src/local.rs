@@ -11,7 +11,6 @@ use lumina_config::{AppRoot, Env};
 use lumina_journal::sqlite::SqliteJournal;
 use lumina_journal::LOCAL_FENCE;
 use lumina_mcp::{ManagerOptions, McpManager};
-use lumina_memory::sqlite::{SqliteMemory, SqliteOptions};
 use lumina_protocol::methods::ServerInfo;
 use lumina_protocol::{PROTOCOL_VERSION, WS_PATH};
 use lumina_runtime::{AlwaysOwned, Runtime, RuntimeOptions};
@@ -20,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::LocalAuth;
 use crate::endpoint::{self, Endpoint};
+use crate::memory_setup;
 use crate::metered::MeteredStore;
 use crate::metrics::Metrics;
 use crate::server::{self, AppState, Mode};
@@ -68,14 +68,23 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         Arc::new(AlwaysOwned(LOCAL_FENCE)),
     )
     .with_mcp(McpManager::new(ManagerOptions::new(app_root.clone())));
-    // The Memory Fabric (SYSTEM §9): SQLite under the AppRoot. A store that does not open
-    // leaves the runtime without memory; it never stops the backend.
-    let runtime = match SqliteMemory::open(app_root.path(), SqliteOptions::default(), None) {
-        Ok(memory) => runtime.with_memory(Arc::new(memory)),
-        Err(err) => {
-            tracing::warn!(error = %err, "the memory store did not open; running without memory");
-            runtime
-        }
+    // The Memory Fabric (SYSTEM §9): SQLite under the AppRoot, with the embedder and
+    // reranker the settings select (read at start-up). A store that does not open leaves
+    // the runtime without memory, and an unusable model leaves recall lexical: neither
+    // stops the backend.
+    let models = settings.memory_models();
+    let root = app_root.path().to_path_buf();
+    let memory = tokio::task::spawn_blocking(move || {
+        memory_setup::open_local_memory(&root, &models)
+    })
+    .await
+    .unwrap_or_else(|err| {
+        tracing::warn!(error = %err, "opening the memory store failed; running without memory");
+        None
+    });
+    let runtime = match memory {
+        Some(memory) => runtime.with_memory(Arc::new(memory)),
+        None => runtime,
     };
     let recovered = runtime
         .recover_all()

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use std::time::Duration;
 
-use lumina_backend::{bench, cluster, local};
+use lumina_backend::{bench, cluster, local, memory_setup};
 use lumina_config::{AppRoot, Env};
 
 #[derive(Parser)]
@@ -44,6 +44,11 @@ enum Command {
     Bench {
         #[command(subcommand)]
         what: bench::BenchCommand,
+    },
+    /// The Memory Fabric's models (the local embedding model).
+    Memory {
+        #[command(subcommand)]
+        command: memory_setup::MemoryCommand,
     },
 }
 
@@ -123,6 +128,7 @@ fn main() -> ExitCode {
                 .await
             }
             Command::Bench { what } => bench::run(what).await,
+            Command::Memory { command } => memory_setup::run(command),
             Command::Migrate { app_root } => {
                 let env = Env::from_process();
                 let app_root = AppRoot::resolve(app_root.as_deref(), &env)?;

@@ -62,6 +62,23 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("memory_context_tokens", Kind::U32),
     ("memory_compile", Kind::Bool),
     ("memory_compile_model", Kind::Str),
+    ("memory_embeddings", Kind::Str),
+];
+
+/// The memory-model settings (SYSTEM.md §3), read only from the user's settings.json. They
+/// are deliberately not in [`KEYS`]: the environment layer reads `LUMINA_<KEY>` for every
+/// entry there, and the project and command-line layers drop these keys, so they reach
+/// [`crate::Settings::extra`] from settings.json alone. [`crate::Settings::memory_models`]
+/// checks and types them.
+pub(crate) const MEMORY_MODEL_KEYS: &[(&str, Kind)] = &[
+    ("memory_bge_base_url", Kind::Str),
+    ("memory_bge_api_key", Kind::Secret),
+    ("memory_bge_model", Kind::Str),
+    ("memory_bge_dimensions", Kind::Usize),
+    ("memory_reranker_base_url", Kind::Str),
+    ("memory_reranker_api_key", Kind::Secret),
+    ("memory_reranker_model", Kind::Str),
+    ("memory_reranker_top_n", Kind::Usize),
 ];
 
 /// Keys also read from `LLM_<KEY>`: only the model settings, so that another tool's
@@ -107,6 +124,16 @@ pub(crate) const CHOICES: &[(&str, &[(&str, &str)])] = &[
     (
         "session_runtime_backend",
         &[("local", "local"), ("cluster", "cluster")],
+    ),
+    (
+        "memory_embeddings",
+        &[
+            ("auto", "auto"),
+            ("local", "local"),
+            ("remote", "remote"),
+            ("none", "none"),
+            ("off", "none"),
+        ],
     ),
 ];
 
@@ -312,6 +339,10 @@ mod tests {
             .collect();
         let keys: Vec<String> = setting_keys().map(str::to_string).collect();
         assert_eq!(fields, keys);
+        for (key, _) in MEMORY_MODEL_KEYS {
+            assert!(crate::is_memory_model_key(key), "{key}");
+            assert!(kind_of(key).is_none(), "{key} must stay out of KEYS");
+        }
         for key in LLM_ALIASED
             .iter()
             .chain(PROJECT_DENIED.iter().map(|(k, _)| k))

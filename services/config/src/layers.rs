@@ -14,9 +14,9 @@
 //!   permissions (`permission_mode` other than `ask`, `permissions.allow`);
 //! - `permissions.deny` rules accumulate across layers: no layer lifts another's deny;
 //! - `hooks` lists accumulate the same way (per event, lower layer first, duplicates once),
-//!   so project defaults may add hooks but not remove the user's. A project hook is
-//!   repository content that runs commands: review `.Lumina/CONFIG/defaults.json` before
-//!   working in a repository you do not trust.
+//!   so project defaults may add hooks but not remove the user's. A project's hooks are
+//!   repository content that runs commands: they apply only once the user trusted exactly
+//!   that set (`crate::trust`; until then [`Settings::untrusted_project_hooks`] names them).
 //!
 //! Ignored keys are reported in [`Settings::warnings`].
 
@@ -27,7 +27,10 @@ use serde_json::{Map, Value};
 use crate::keys::{
     check_value, describe, kind_of, parse_env_value, Kind, KEYS, LLM_ALIASED, PROJECT_DENIED,
 };
-use crate::{AppRoot, Env, Error, Result, Settings};
+use crate::trust::hook_commands;
+use crate::{
+    hooks_fingerprint, project_hooks_trusted, AppRoot, Env, Error, Result, Settings, UntrustedHooks,
+};
 
 /// `{project_root}/.Lumina/CONFIG/defaults.json`.
 pub fn project_defaults_file(project_root: &Path) -> PathBuf {
@@ -80,6 +83,7 @@ pub fn load(
     cli: &Map<String, Value>,
 ) -> Result<Settings> {
     let mut warnings = Vec::new();
+    let mut untrusted_hooks = None;
     let user_file = app_root.settings_file();
     let mut merged = Map::new();
 
@@ -94,6 +98,7 @@ pub fn load(
             let origin = file.display().to_string();
             strip_memory_keys(&mut project, &origin, &user_file, &mut warnings);
             strip_project_denied(&mut project, &origin, &mut warnings);
+            untrusted_hooks = strip_untrusted_hooks(app_root, root, &file, &mut project);
             merge(&mut merged, check_layer(project, &origin)?);
         }
     }
@@ -122,7 +127,29 @@ pub fn load(
     settings.extra = extra;
     settings.warnings = warnings;
     settings.settings_file = Some(user_file);
+    settings.untrusted_project_hooks = untrusted_hooks;
     Ok(settings)
+}
+
+/// Takes the project's hooks out of its layer unless the user trusted exactly them.
+fn strip_untrusted_hooks(
+    app_root: &AppRoot,
+    project_root: &Path,
+    file: &Path,
+    project: &mut Map<String, Value>,
+) -> Option<UntrustedHooks> {
+    let hooks = project.get("hooks").filter(|h| !h.is_null())?;
+    let fingerprint = hooks_fingerprint(hooks);
+    if project_hooks_trusted(app_root, project_root, &fingerprint) {
+        return None;
+    }
+    let commands = hook_commands(hooks);
+    project.remove("hooks");
+    Some(UntrustedHooks {
+        file: file.to_path_buf(),
+        fingerprint,
+        commands,
+    })
 }
 /// Reads a layer file; `Ok(None)` when it does not exist.
 fn read_layer_file(path: &Path) -> Result<Option<Map<String, Value>>> {

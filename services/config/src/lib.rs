@@ -13,6 +13,7 @@ mod keys;
 mod layers;
 mod secret;
 mod settings;
+mod trust;
 
 pub use app_root::{project_id, AppRoot, LUMINA_HOME};
 pub use env::Env;
@@ -21,5 +22,7 @@ pub use keys::setting_keys;
 pub use layers::{env_layer, is_memory_model_key, load, project_defaults_file};
 pub use secret::Secret;
 pub use settings::{
-    EndpointSettings, HookEntry, Hooks, MissingModel, ModelSettings, Permissions, Settings,
+    EndpointSettings, HookEntry, Hooks, MemoryEmbeddings, MemoryModels, MissingModel,
+    ModelSettings, Permissions, Settings,
 };
+pub use trust::{hooks_fingerprint, project_hooks_trusted, trust_project_hooks, UntrustedHooks};

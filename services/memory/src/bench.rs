@@ -17,11 +17,11 @@
 //! |---|---|---|---|---|---|---|---|---|
 //! | README baseline: BM25 + dates | 32.7 | 55.5 | 61.9 | 68.7 | 72.6 | 66.5 | – | 0.03 / 0.05 |
 //! | lexical (FTS5 + BM25F + graph) | 40.2 | 71.0 | 79.1 | 87.1 | 91.1 | 84.7 | 42.3 | 1.7 / 3.0 |
-//! | + all-MiniLM-L6-v2 (candle) | 38.3 | 70.0 | 80.9 | 88.5 | 92.1 | 86.0 | 44.6 | 12–15 / 16–26 |
+//! | + all-MiniLM-L6-v2 (candle; the product default) | 38.3 | 70.0 | 80.9 | 88.5 | 92.1 | 86.0 | 44.6 | 12–20 / 16–28 |
 //! | lexical, PostgreSQL store (`LOCOMO_STORE=postgres`) | 40.2 | 70.0 | 78.1 | 86.6 | 91.0 | 83.6 | 42.8 | 13–17 / 21–25 |
 //!
-//! The third row adds `--features local-embeddings` and `LOCOMO_EMBEDDINGS=minilm`; its
-//! latency moves with the machine's load. One-at-a-time ablations (lexical, R@10): no window
+//! The third row adds `LOCOMO_EMBEDDINGS=minilm` (or is `lumina-backend bench memory` with
+//! the model installed); its latency moves with the machine's load. One-at-a-time ablations (lexical, R@10): no window
 //! field 67.2; two summed BM25s instead of BM25F 75.9; no graph 79.2; no span score 79.0;
 //! no full-text list 78.5; no sparse list 80.2; no coverage term 79.0; dense fused at
 //! weight 1.0 instead of 0.25: 77.2. The PostgreSQL row runs the same pipeline over the
@@ -40,6 +40,7 @@ use serde_json::Value;
 
 use crate::embed::EmbeddingProvider;
 use crate::postgres::{PgMemory, PgMemoryOptions};
+use crate::rerank::Reranker;
 use crate::sqlite::{SqliteMemory, SqliteOptions};
 use crate::time::{to_ms, Civil};
 use crate::{BuildLimits, Error, MemoryStore, NewEvidence, RecallQuery, Result};
@@ -59,6 +60,8 @@ pub struct BenchOptions {
     pub sqlite: SqliteOptions,
     /// A dense provider, if any.
     pub embedder: Option<Arc<dyn EmbeddingProvider>>,
+    /// A reranker of the best candidates, if any (its calls count in the latency).
+    pub reranker: Option<Arc<dyn Reranker>>,
     /// Run against the PostgreSQL store at this URL (a migrated database) instead of
     /// SQLite. The run uses a fresh tenant (`bench-<now ms>`) with the `sqlite` options'
     /// index, retrieval and build settings.
@@ -77,6 +80,7 @@ impl BenchOptions {
             root: None,
             sqlite: SqliteOptions::default(),
             embedder: None,
+            reranker: None,
             postgres_url: None,
             exact_threshold: crate::postgres::DEFAULT_EXACT_THRESHOLD,
         }
@@ -103,6 +107,9 @@ pub struct Report {
     pub store: String,
     /// The retrieval fingerprint of the store.
     pub fingerprint: String,
+    /// The reranker's model, when one re-scored the candidates.
+    #[serde(default)]
+    pub reranker: Option<String>,
     /// Conversations (= spaces).
     pub conversations: usize,
     /// Turns ingested.
@@ -254,12 +261,14 @@ pub async fn bench_locomo(opts: BenchOptions) -> Result<Report> {
                     ..PgMemoryOptions::default()
                 },
                 opts.embedder.clone(),
-            )?;
+            )?
+            .with_reranker(opts.reranker.clone());
             let fingerprint = pg.fingerprint().to_owned();
             (Arc::new(pg), "postgres", fingerprint)
         }
         None => {
-            let sqlite = SqliteMemory::open(&root, opts.sqlite.clone(), opts.embedder.clone())?;
+            let sqlite = SqliteMemory::open(&root, opts.sqlite.clone(), opts.embedder.clone())?
+                .with_reranker(opts.reranker.clone());
             let fingerprint = sqlite.fingerprint().to_owned();
             (Arc::new(sqlite), "sqlite", fingerprint)
         }
@@ -339,6 +348,7 @@ pub async fn bench_locomo(opts: BenchOptions) -> Result<Report> {
         dataset: "locomo".into(),
         store: kind.into(),
         fingerprint,
+        reranker: opts.reranker.as_ref().map(|r| r.model().to_owned()),
         conversations: data.len(),
         turns,
         ingest_turns_per_sec: turns as f64 / ingest_secs.max(1e-9),
@@ -373,6 +383,9 @@ impl fmt::Display for Report {
             "{} on {}: {} conversations, {} turns; fingerprint {}",
             self.dataset, self.store, self.conversations, self.turns, self.fingerprint
         )?;
+        if let Some(model) = &self.reranker {
+            writeln!(f, "reranked by {model}")?;
+        }
         writeln!(
             f,
             "ingest {:.0} turns/s, index build {:.0} turns/s, latency p50 {:.2} ms p95 {:.2} ms p99 {:.2} ms",

@@ -35,6 +35,10 @@ pub enum Error {
     /// The embedding provider failed.
     #[error("embedding provider: {0}")]
     Embedding(String),
+    /// The reranker failed, timed out or answered something unusable (the read path then
+    /// keeps its own order).
+    #[error("reranker: {0}")]
+    Rerank(String),
     /// The semantic model (the compile job's [`SemanticModel`](crate::semantic::SemanticModel))
     /// failed or could not be reached.
     #[error("semantic model: {0}")]

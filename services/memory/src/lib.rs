@@ -12,7 +12,8 @@
 //! - the **semantic compile** ([`semantic`]): nodes proposed by a model from new evidence,
 //!   grounded locally in the ledger, with conflicts resolved by authority and time or left
 //!   pending; accepted nodes join the retrieval graph;
-//! - **embedding providers** ([`embed`]);
+//! - **embedding providers** ([`embed`]) and their selection from the settings, and the
+//!   optional **reranker** of the read path ([`rerank`]);
 //! - the SQLite backend ([`sqlite::SqliteMemory`]), the PostgreSQL backend
 //!   ([`postgres::PgMemory`]), the backend-independent
 //!   [`conformance`] suite, and the LoCoMo retrieval benchmark ([`mod@bench`]).
@@ -24,6 +25,7 @@ pub mod derive;
 pub mod embed;
 mod error;
 pub mod postgres;
+pub mod rerank;
 pub mod retrieve;
 pub mod semantic;
 pub mod sqlite;

@@ -187,6 +187,10 @@ pub struct Signals {
     pub sparse: f32,
     /// Cosine of the query and event vectors.
     pub dense: f32,
+    /// The reranker's relevance, when a reranker re-scored this item
+    /// ([`crate::rerank`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rerank: Option<f32>,
 }
 
 /// One piece of selected evidence.
@@ -287,6 +291,9 @@ pub struct RecallStats {
     pub fused: usize,
     /// Events scored exactly (fused plus graph-reached).
     pub scored: usize,
+    /// Best candidates the reranker re-scored (0 without a reranker, or when it failed).
+    #[serde(default)]
+    pub reranked: usize,
 }
 
 /// The read path's answer.

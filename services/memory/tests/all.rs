@@ -1,14 +1,17 @@
 //! Integration tests of lumina-memory: the conformance suite against the SQLite store,
 //! then SQLite-specific behaviour (ledger immutability, fingerprints and rebuilds, resumable
-//! index builds, embeddings), the PostgreSQL store (`postgres`: the same suite and its own
+//! index builds, embeddings, the local model and provider selection, the reranker), the
+//! PostgreSQL store (`postgres`: the same suite and its own
 //! checks) and the LoCoMo benchmark (ignored; run by hand).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bench;
 mod embeddings;
-#[cfg(feature = "local-embeddings")]
+// The test target always has `local-embeddings` (the crate's dev-dependency on itself).
 mod local;
 mod postgres;
+mod rerank;
+mod select;
 mod sqlite;
 
 use std::sync::Arc;

@@ -56,7 +56,8 @@ impl std::fmt::Display for GoalState {
 }
 
 /// Limits of a goal; `None` = unlimited. A budget is spent when its usage reaches it; the
-/// goal then ends `budget-exhausted` at the next turn boundary.
+/// goal then ends `budget-exhausted` at the next turn boundary — `max_wall_ms` at once, also
+/// in the middle of a model stream or a tool call (which is journaled as interrupted).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GoalBudgets {
     /// Model turns (one model request and its tool calls each).

@@ -17,6 +17,7 @@ pub mod session;
 pub mod settings;
 mod subagent;
 mod tool_call;
+pub mod trust;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

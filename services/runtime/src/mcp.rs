@@ -3,22 +3,20 @@
 //! hooks and the permission engine like any tool (not read-only → asked in `ask` mode).
 //!
 //! A project server (`<project>/.mcp.json`) runs only once trusted. At the start of a
-//! top-level run each untrusted project server is put to the user as a permission request
-//! for the pseudo-tool `mcp_trust` (arguments: the server and its raw, unexpanded command or
-//! URL); allowing records the trust under the AppRoot (asked once per definition), denying
-//! is remembered for the session. Headless runs cannot ask: they get a warning naming
-//! `/mcp trust <name>`. Configuration problems become warnings too.
+//! top-level run each untrusted project server is put to the user (`crate::trust`) as the
+//! pseudo-tool `mcp_trust` (arguments: the server and its raw, unexpanded command or URL);
+//! allowing records the trust under the AppRoot (asked once per definition). Headless runs
+//! get a warning naming `/mcp trust <name>`. Configuration problems become warnings too.
 
 use std::sync::Arc;
 
 use lumina_mcp::config::ServerSource;
 use lumina_mcp::{ServerState, ServerStatus};
-use lumina_protocol::{Decision, Event};
-use lumina_tools::permission::args_hash;
 use lumina_tools::Tool;
 use serde_json::json;
 
 use crate::run::RunContext;
+use crate::trust::{self, Question};
 use crate::Result;
 
 /// The pseudo-tool of a trust question.
@@ -31,14 +29,13 @@ pub(crate) async fn prepare(ctx: &RunContext) -> Result<()> {
     };
     let root = ctx.session.project_root();
     for problem in manager.config_errors(root).await {
-        warn(ctx, "mcp_config", problem).await?;
+        trust::warn(ctx, "mcp_config", problem).await?;
     }
     let untrusted: Vec<ServerStatus> = manager
         .status(root)
         .await
         .into_iter()
         .filter(|s| s.state == ServerState::Untrusted && s.source == ServerSource::Project)
-        .filter(|s| !ctx.session.lock().mcp_declined.contains(&s.name))
         .collect();
     for server in untrusted {
         if ctx.cancel.is_cancelled() {
@@ -75,70 +72,29 @@ pub(crate) fn tools(ctx: &RunContext) -> Vec<Arc<dyn Tool>> {
 
 async fn ask_trust(ctx: &RunContext, server: &ServerStatus) -> Result<()> {
     let name = server.name.clone();
-    if ctx.headless {
-        let message = format!(
-            "project MCP server `{name}` (.mcp.json) is not trusted, so its tools are not offered; \
-             trust it once with `/mcp trust {name}` in lumina"
-        );
-        return warn(ctx, "mcp_untrusted", message).await;
-    }
-    let arguments = json!({ "server": name, "target": server.target });
-    let request_id = uuid::Uuid::new_v4().to_string();
-    let answer = ctx.session.register_permission(&request_id);
-    ctx.append(vec![Event::PermissionRequested {
-        run_id: ctx.run_id.clone(),
-        request_id: request_id.clone(),
-        call_id: format!("mcp-trust-{name}"),
-        tool: TRUST_TOOL.into(),
-        args_hash: args_hash(TRUST_TOOL, &arguments),
-        arguments,
-        preview: Some(format!(
+    let question = Question {
+        tool: TRUST_TOOL,
+        key: format!("mcp-{name}"),
+        arguments: json!({ "server": name, "target": server.target }),
+        preview: format!(
             "Trust the project MCP server `{name}`? It runs: {}",
             server.target
-        )),
-    }])
-    .await?;
-    let answer = tokio::select! {
-        a = answer => a.ok(),
-        _ = ctx.cancel.cancelled() => None,
-    };
-    ctx.session.forget_permission(&request_id);
-    let (decision, by, reason) = match answer {
-        None => (
-            Decision::Deny,
-            "interrupt",
-            Some("the run was interrupted".to_string()),
         ),
-        Some((decision, reason)) => (decision, "user", reason),
+        headless: (
+            "mcp_untrusted",
+            format!(
+                "project MCP server `{name}` (.mcp.json) is not trusted, so its tools are not \
+                 offered; trust it once with `/mcp trust {name}` in lumina"
+            ),
+        ),
     };
-    let mut trust_failed = None;
-    if decision == Decision::Deny {
-        ctx.session.lock().mcp_declined.insert(name.clone());
-    } else if let Some(manager) = ctx.session.mcp() {
-        if let Err(err) = manager.trust(ctx.session.project_root(), &name) {
-            trust_failed = Some(format!("could not record trust in `{name}`: {err}"));
+    if trust::ask(ctx, question).await? {
+        if let Some(manager) = ctx.session.mcp() {
+            if let Err(err) = manager.trust(ctx.session.project_root(), &name) {
+                let message = format!("could not record trust in `{name}`: {err}");
+                trust::warn(ctx, "mcp_trust_failed", message).await?;
+            }
         }
     }
-    ctx.append(vec![Event::PermissionResolved {
-        run_id: ctx.run_id.clone(),
-        request_id,
-        decision,
-        by: by.into(),
-        reason,
-    }])
-    .await?;
-    if let Some(message) = trust_failed {
-        warn(ctx, "mcp_trust_failed", message).await?;
-    }
-    Ok(())
-}
-
-async fn warn(ctx: &RunContext, code: &str, message: String) -> Result<()> {
-    ctx.append(vec![Event::Warning {
-        code: code.into(),
-        message,
-        run_id: Some(ctx.run_id.clone()),
-    }])
-    .await?;
     Ok(())
 }

@@ -52,8 +52,8 @@ pub(crate) struct State {
     pub(crate) goal_overrides: HashMap<String, Map<String, Value>>,
     /// The MCP tools the current step offers (`crate::mcp::refresh_tools`).
     pub(crate) mcp_tools: Vec<Arc<dyn lumina_tools::Tool>>,
-    /// Project MCP servers the user declined to trust in this session (not asked again).
-    pub(crate) mcp_declined: std::collections::HashSet<String>,
+    /// Trust questions the user declined in this session (`crate::trust`; not asked again).
+    pub(crate) trust_declined: std::collections::HashSet<String>,
 }
 
 /// Project guidance compiled into the model context.
@@ -116,6 +116,10 @@ impl Session {
 
     pub fn project_root(&self) -> &Path {
         &self.project_root
+    }
+
+    pub(crate) fn app_root(&self) -> &lumina_config::AppRoot {
+        &self.shared.app_root
     }
 
     /// The MCP manager of the runtime, when there is one.

@@ -196,7 +196,7 @@ pub(crate) async fn run_tool(
             run_id: ctx.run_id.clone(),
             call_id: call.id.clone(),
             tool: call.name.clone(),
-            reason: "interrupted by the user".into(),
+            reason: ctx.interrupt_reason(),
         }])
         .await?;
         return Ok(true);

@@ -267,6 +267,50 @@ async fn a_goal_ends_budget_exhausted_when_its_tool_calls_run_out() {
 }
 
 #[tokio::test]
+async fn the_wall_time_budget_stops_a_goal_in_the_middle_of_a_tool_call() {
+    let h = Harness::start(
+        "anthropic",
+        vec![Turn::tool_call("shell", json!({"command": "sleep 30"}))],
+    )
+    .await;
+    let (client, mut notes) = h.client().await;
+    let session = h.session(&client).await;
+    let started = client
+        .goal_start(&start_params(
+            &session.id,
+            "Wait a long time",
+            GoalBudgets {
+                max_wall_ms: Some(1_500),
+                ..GoalBudgets::default()
+            },
+            bypass(),
+        ))
+        .await
+        .unwrap();
+    let goal_id = started.goal.goal_id.clone();
+    let Event::GoalCompleted { state, reason, .. } = goal_end(&mut notes, &goal_id).await else {
+        unreachable!()
+    };
+    assert_eq!(
+        (state, reason.as_deref()),
+        (GoalState::BudgetExhausted, Some("max_wall_ms"))
+    );
+    let frames = events_of(&client, &session.id).await;
+    let interrupted = frames
+        .iter()
+        .find_map(|f| match &f.event {
+            Event::ToolInterrupted { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("the sleeping shell call was interrupted");
+    assert!(interrupted.contains("wall-time budget"), "{interrupted}");
+    let run_id = started.goal.run_id.unwrap();
+    assert!(frames.iter().any(|f| matches!(&f.event,
+        Event::RunFailed { run_id: r, code, .. } if *r == run_id && code == "goal_budget_exhausted")));
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn a_model_that_repeats_itself_gets_the_no_progress_verdict() {
     let h = Harness::start("anthropic", vec![]).await;
     h.model.set_default_turn(

@@ -4,27 +4,12 @@
 //! asking, the others ask; `mcp.status` lists servers, states and tools.
 
 use lumina_client::Notifications;
-use lumina_protocol::{Decision, Event, EventFrame};
+use lumina_protocol::{Decision, Event};
 use lumina_testkit::{McpPeers, Turn};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 
 use crate::support::*;
-
-fn tool_outputs(frames: &[EventFrame]) -> Vec<(String, bool, String)> {
-    frames
-        .iter()
-        .filter_map(|f| match &f.event {
-            Event::ToolCompleted {
-                tool,
-                is_error,
-                output,
-                ..
-            } => Some((tool.clone(), *is_error, output.clone())),
-            _ => None,
-        })
-        .collect()
-}
 
 /// Answers the next permission request, which must be for `tool`; returns its event.
 async fn answer(

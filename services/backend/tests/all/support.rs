@@ -198,3 +198,19 @@ pub async fn create_and_resume(client: &lumina_client::Client, project: &Path) -
     client.session_resume(&session.id, 0).await.unwrap();
     session
 }
+
+/// `tool.completed` events as (tool, is_error, output), in order.
+pub fn tool_outputs(frames: &[EventFrame]) -> Vec<(String, bool, String)> {
+    frames
+        .iter()
+        .filter_map(|f| match &f.event {
+            Event::ToolCompleted {
+                tool,
+                is_error,
+                output,
+                ..
+            } => Some((tool.clone(), *is_error, output.clone())),
+            _ => None,
+        })
+        .collect()
+}

@@ -101,6 +101,11 @@ impl RemoteEmbeddings {
         let status = resp.status();
         if !status.is_success() {
             let body = resp.text().await.unwrap_or_default();
+            // An endpoint may echo the credentials it refused.
+            let body = match &self.options.api_key {
+                Some(key) if !key.expose().is_empty() => body.replace(key.expose(), "[redacted]"),
+                _ => body,
+            };
             let body: String = body.chars().take(300).collect();
             return Err(Error::Embedding(format!("status {status}: {body}")));
         }

@@ -50,6 +50,7 @@ pub use self::db::redact_url;
 use self::db::PgResultExt;
 use crate::derive::{config_fingerprint, IndexOptions};
 use crate::embed::EmbeddingProvider;
+use crate::rerank::Reranker;
 use crate::retrieve::snapshot::Snapshot;
 use crate::retrieve::{self, RetrievalOptions};
 use crate::semantic::job::{
@@ -109,6 +110,8 @@ impl Default for PgMemoryOptions {
 #[derive(Clone)]
 pub struct PgMemory {
     inner: Arc<Inner>,
+    /// Query-time only (not part of the fingerprint).
+    reranker: Option<Arc<dyn Reranker>>,
 }
 
 impl std::fmt::Debug for PgMemory {
@@ -195,7 +198,15 @@ impl PgMemory {
                 compile_locks: SpaceLocks::default(),
                 snapshots: Mutex::new(HashMap::new()),
             }),
+            reranker: None,
         }
+    }
+
+    /// This store with `reranker` re-scoring the best candidates of every recall
+    /// ([`crate::rerank`]; query-time only, no rebuild).
+    pub fn with_reranker(mut self, reranker: Option<Arc<dyn Reranker>>) -> Self {
+        self.reranker = reranker;
+        self
     }
 
     /// The tenant this store serves.
@@ -438,15 +449,8 @@ impl MemoryStore for PgMemory {
             rebuilt: aligned.rebuilt,
             ..RecallStats::default()
         };
-        Ok(retrieve::run(
-            &view.snap,
-            &encoded,
-            &fulltext,
-            ann.as_deref(),
-            o,
-            query,
-            stats,
-        ))
+        let ranked = retrieve::rank(&view.snap, &encoded, &fulltext, ann.as_deref(), o, stats);
+        Ok(retrieve::conclude(&view.snap, ranked, self.reranker.as_deref(), o, query).await)
     }
 
     #[instrument(skip_all, fields(tenant = %self.tenant(), space = %space))]

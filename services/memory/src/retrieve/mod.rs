@@ -1,10 +1,12 @@
 //! The read path (SYSTEM.md §9), one pipeline for every query: alignment check (done by the
 //! backend before `run`) → query encoding (`encode`) → candidate recall (full text,
 //! sparse, dense; up to `candidates` each) → reciprocal-rank fusion → Personalized
-//! PageRank seeded by the fused candidates → exact span scoring → evidence selection →
-//! context organization. There is no question-type routing and no query expansion.
+//! PageRank seeded by the fused candidates → exact span scoring → (with a reranker: the
+//! best candidates re-scored, [`crate::rerank`]) → evidence selection → context
+//! organization. There is no question-type routing and no query expansion.
 
 mod organize;
+mod rerank;
 mod select;
 pub(crate) mod snapshot;
 
@@ -15,6 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use organize::{conflict_note, render};
 use snapshot::Snapshot;
 
+use crate::rerank::Reranker;
 use crate::{text, Recall, RecallQuery, RecallStats, RecalledItem, Signals};
 
 /// Query-time parameters (not part of the fingerprint: changing them needs no rebuild).
@@ -137,23 +140,34 @@ struct Candidate {
     graph: f32,
     sparse: f32,
     dense: f32,
+    /// The reranker's relevance, when it scored this candidate.
+    rerank: Option<f32>,
     span: (usize, usize),
     score: f32,
 }
 
-/// Runs the pipeline after alignment and encoding. `fulltext` is the backend's full-text
-/// candidate list (event id, score), best first. `dense` is the backend's approximate
-/// nearest-neighbour list (event id, cosine), best first, when it searched an ANN index;
-/// `None` runs exact cosine over the snapshot's vectors.
-pub(crate) fn run(
+/// The ranked candidates of one query, before evidence selection.
+pub(crate) struct Ranked {
+    /// Candidates by final score, best first, each doc once.
+    docs: Vec<(u32, Candidate)>,
+    /// The query's term ids in the snapshot's vocabulary.
+    terms: Vec<u32>,
+    stats: RecallStats,
+}
+
+/// Ranks the candidates of a query after alignment and encoding (candidate recall through
+/// exact span scoring). `fulltext` is the backend's full-text candidate list (event id,
+/// score), best first. `dense` is the backend's approximate nearest-neighbour list (event
+/// id, cosine), best first, when it searched an ANN index; `None` runs exact cosine over
+/// the snapshot's vectors.
+pub(crate) fn rank(
     snap: &Snapshot,
     q: &EncodedQuery,
     fulltext: &[(u64, f32)],
     dense: Option<&[(u64, f32)]>,
     options: &RetrievalOptions,
-    query: &RecallQuery,
     mut stats: RecallStats,
-) -> Recall {
+) -> Ranked {
     let term_ids: Vec<u32> = q
         .terms
         .iter()
@@ -241,8 +255,47 @@ pub(crate) fn run(
     }
     let mut ranked: Vec<(u32, Candidate)> = candidates.into_iter().collect();
     ranked.sort_by(|a, b| b.1.score.total_cmp(&a.1.score).then(a.0.cmp(&b.0)));
+    Ranked {
+        docs: ranked,
+        terms: term_ids,
+        stats,
+    }
+}
 
-    // Evidence selection and context organization.
+/// The end of the read path: the optional rerank of the best candidates, evidence
+/// selection and context organization.
+pub(crate) async fn conclude(
+    snap: &Snapshot,
+    mut ranked: Ranked,
+    reranker: Option<&dyn Reranker>,
+    options: &RetrievalOptions,
+    query: &RecallQuery,
+) -> Recall {
+    if let Some(reranker) = reranker {
+        rerank::apply(
+            reranker,
+            snap,
+            &query.text,
+            &mut ranked.docs,
+            &mut ranked.stats,
+        )
+        .await;
+    }
+    finish(snap, ranked, options, query)
+}
+
+/// Evidence selection and context organization of ranked candidates.
+fn finish(
+    snap: &Snapshot,
+    ranked: Ranked,
+    options: &RetrievalOptions,
+    query: &RecallQuery,
+) -> Recall {
+    let Ranked {
+        docs: ranked,
+        terms: term_ids,
+        stats,
+    } = ranked;
     let chosen = select::select(snap, &ranked, &term_ids, query, options);
     let items: Vec<RecalledItem> = chosen
         .into_iter()
@@ -266,6 +319,7 @@ pub(crate) fn run(
                     graph: c.graph,
                     sparse: c.sparse,
                     dense: c.dense,
+                    rerank: c.rerank,
                 },
             }
         })

@@ -23,6 +23,7 @@ use self::index::IndexDb;
 use self::ledger::LedgerDb;
 use crate::derive::{config_fingerprint, IndexOptions};
 use crate::embed::EmbeddingProvider;
+use crate::rerank::Reranker;
 use crate::retrieve::snapshot::{Snapshot, SnapshotParts};
 use crate::retrieve::{self, RetrievalOptions};
 use crate::semantic::job::{
@@ -52,6 +53,8 @@ pub struct SqliteOptions {
 #[derive(Clone)]
 pub struct SqliteMemory {
     inner: Arc<Inner>,
+    /// Query-time only (not part of the fingerprint).
+    reranker: Option<Arc<dyn Reranker>>,
 }
 
 impl std::fmt::Debug for SqliteMemory {
@@ -127,7 +130,20 @@ impl SqliteMemory {
                 compile_locks: SpaceLocks::default(),
                 snapshots: Mutex::new(HashMap::new()),
             }),
+            reranker: None,
         })
+    }
+
+    /// This store with `reranker` re-scoring the best candidates of every recall
+    /// ([`crate::rerank`]; query-time only, no rebuild).
+    pub fn with_reranker(mut self, reranker: Option<Arc<dyn Reranker>>) -> Self {
+        self.reranker = reranker;
+        self
+    }
+
+    /// Whether dense vectors are built (an embedding provider is configured).
+    pub fn has_embedder(&self) -> bool {
+        self.inner.embedder.is_some()
     }
 
     /// The ledger file.
@@ -287,28 +303,38 @@ impl MemoryStore for SqliteMemory {
             None => None,
         };
         let encoded = retrieve::encode(&query.text, dense);
-        let query = query.clone();
-        self.blocking(move |inner| {
-            let snap = Self::snapshot(inner, &query.space, aligned.generation, &aligned.indexed)?;
-            let o = &inner.options.retrieval;
-            let fulltext = inner.index().fulltext(
-                aligned.generation,
-                &query.space,
-                &encoded.fulltext,
-                f64::from(o.window_weight),
-                o.candidates,
-            )?;
-            let stats = RecallStats {
-                generation: aligned.generation,
-                aligned_rows: aligned.rows,
-                rebuilt: aligned.rebuilt,
-                ..RecallStats::default()
-            };
-            Ok(retrieve::run(
-                &snap, &encoded, &fulltext, None, o, &query, stats,
-            ))
-        })
-        .await
+        let owned = query.clone();
+        let (snap, ranked) = self
+            .blocking(move |inner| {
+                let query = owned;
+                let snap =
+                    Self::snapshot(inner, &query.space, aligned.generation, &aligned.indexed)?;
+                let o = &inner.options.retrieval;
+                let fulltext = inner.index().fulltext(
+                    aligned.generation,
+                    &query.space,
+                    &encoded.fulltext,
+                    f64::from(o.window_weight),
+                    o.candidates,
+                )?;
+                let stats = RecallStats {
+                    generation: aligned.generation,
+                    aligned_rows: aligned.rows,
+                    rebuilt: aligned.rebuilt,
+                    ..RecallStats::default()
+                };
+                let ranked = retrieve::rank(&snap, &encoded, &fulltext, None, o, stats);
+                Ok((snap, ranked))
+            })
+            .await?;
+        Ok(retrieve::conclude(
+            &snap,
+            ranked,
+            self.reranker.as_deref(),
+            &self.inner.options.retrieval,
+            query,
+        )
+        .await)
     }
 
     #[instrument(skip_all, fields(space = %space))]

@@ -31,9 +31,11 @@ async fn server(status: StatusCode) -> (String, Seen) {
                         .get("authorization")
                         .map(|v| v.to_str().unwrap().to_owned())
                         .unwrap_or_default();
-                    seen.lock().unwrap().push((auth, body.clone()));
+                    seen.lock().unwrap().push((auth.clone(), body.clone()));
                     if status != StatusCode::OK {
-                        return (status, Json(json!({"error": {"message": "quota exceeded"}})));
+                        // Echoes the credentials, as some endpoints do.
+                        let message = format!("quota exceeded for {auth}");
+                        return (status, Json(json!({"error": {"message": message}})));
                     }
                     let inputs = body["input"].as_array().unwrap();
                     let mut data: Vec<Value> = inputs

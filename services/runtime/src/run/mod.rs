@@ -93,6 +93,15 @@ impl RunContext {
     pub(crate) fn goal_turns(&self) -> Option<&GoalRun> {
         self.goal.as_deref().filter(|_| self.is_main())
     }
+
+    /// Why a cancelled run stopped, for the events that record it.
+    pub(crate) fn interrupt_reason(&self) -> String {
+        if self.goal.as_deref().is_some_and(GoalRun::wall_expired) {
+            "the goal's wall-time budget (max_wall_ms) ran out".into()
+        } else {
+            "interrupted by the user".into()
+        }
+    }
 }
 
 /// Runs to the end, journals the terminal event and starts the next queued run, which it
@@ -102,6 +111,12 @@ pub(crate) async fn execute(ctx: RunContext) -> Option<RunContext> {
     let journal = ctx.session.journal().clone();
     let mut steps = 0;
     let mut last_text = String::new();
+    if ctx.is_main() {
+        if let Err(Error::Fenced) = crate::trust::project_hooks(&ctx).await {
+            return fenced(&ctx).await;
+        }
+    }
+    let _watchdog = wall_watchdog(&ctx);
     let mut first = Some(prompt_hooks(&ctx).await);
     loop {
         let result = match first.take() {
@@ -110,6 +125,10 @@ pub(crate) async fn execute(ctx: RunContext) -> Option<RunContext> {
             Some(Ok(None)) | None => step::run_loop(&ctx, &mut steps, &mut last_text).await,
         };
         let outcome = match result {
+            // Cancelled by the wall-time watchdog: the goal's budget, not the user.
+            Ok(Outcome::Interrupted(_)) if ctx.goal_turns().is_some_and(GoalRun::wall_expired) => {
+                Outcome::Goal(GoalEnd::budget("max_wall_ms"))
+            }
             Ok(outcome) => outcome,
             Err(Error::Fenced) => return fenced(&ctx).await,
             Err(err) => Outcome::Failed {
@@ -303,4 +322,26 @@ async fn stop_hooks(ctx: &RunContext, outcome: &Outcome) -> Result<()> {
     };
     run_hooks(&settings.hooks, HookEvent::Stop, &scope, payload).await?;
     Ok(())
+}
+
+/// Aborts its task when dropped.
+struct Watchdog(tokio::task::JoinHandle<()>);
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// A goal run with a wall-time budget is cancelled the moment it runs out, also in the
+/// middle of a model stream or a tool call (turn boundaries check it too).
+fn wall_watchdog(ctx: &RunContext) -> Option<Watchdog> {
+    let goal = ctx.goal.clone().filter(|_| ctx.is_main())?;
+    let remaining = goal.wall_remaining()?;
+    let cancel = ctx.cancel.clone();
+    Some(Watchdog(tokio::spawn(async move {
+        tokio::time::sleep(remaining).await;
+        goal.expire_wall();
+        cancel.cancel();
+    })))
 }

@@ -60,7 +60,7 @@ pub(crate) async fn run_loop(
         *steps += 1;
         let step = *steps;
         if ctx.cancel.is_cancelled() {
-            return Ok(Outcome::Interrupted("interrupted by the user".into()));
+            return Ok(Outcome::Interrupted(ctx.interrupt_reason()));
         }
         if let Some(spent) = ctx.goal_turns().and_then(|g| g.exhausted()) {
             return Ok(Outcome::Goal(GoalEnd::budget(spent)));
@@ -113,8 +113,8 @@ pub(crate) async fn run_loop(
         let response = match stream_model(ctx, &client, &request, step).await {
             Ok(r) => r,
             Err(ModelError::Cancelled) => {
-                interrupt_step(ctx, step, "interrupted by the user").await?;
-                return Ok(Outcome::Interrupted("interrupted by the user".into()));
+                interrupt_step(ctx, step, &ctx.interrupt_reason()).await?;
+                return Ok(Outcome::Interrupted(ctx.interrupt_reason()));
             }
             Err(err) => {
                 close_step(ctx, step, "error").await?;
@@ -189,8 +189,8 @@ pub(crate) async fn run_loop(
             return Ok(Outcome::Completed(last_text.clone()));
         }
         if calls::run_calls(ctx, &settings, step, &response.tool_calls, &allowed).await? {
-            interrupt_step(ctx, step, "interrupted by the user").await?;
-            return Ok(Outcome::Interrupted("interrupted by the user".into()));
+            interrupt_step(ctx, step, &ctx.interrupt_reason()).await?;
+            return Ok(Outcome::Interrupted(ctx.interrupt_reason()));
         }
         close_step(ctx, step, stop_reason).await?;
         // A goal turn: the goal's verdict, or on to the next turn.

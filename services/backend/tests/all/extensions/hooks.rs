@@ -43,21 +43,6 @@ fn warnings(frames: &[EventFrame]) -> Vec<(String, String)> {
         .collect()
 }
 
-fn tool_outputs(frames: &[EventFrame]) -> Vec<(String, bool, String)> {
-    frames
-        .iter()
-        .filter_map(|f| match &f.event {
-            Event::ToolCompleted {
-                tool,
-                is_error,
-                output,
-                ..
-            } => Some((tool.clone(), *is_error, output.clone())),
-            _ => None,
-        })
-        .collect()
-}
-
 async fn all_events(client: &lumina_client::Client, session_id: &str) -> Vec<EventFrame> {
     client
         .session_events(session_id, 0, Some(1000))
@@ -360,5 +345,74 @@ async fn a_user_prompt_submit_hook_blocks_a_steering_message_too() {
     for request in h.model.requests() {
         assert!(!request.body.to_string().contains("hunter2"));
     }
+    h.stop().await;
+}
+
+#[tokio::test]
+async fn project_hooks_run_only_after_the_user_trusts_them() {
+    let h = Harness::start(
+        "anthropic",
+        vec![Turn::text("one"), Turn::text("two"), Turn::text("three")],
+    )
+    .await;
+    let defaults = h.path(".Lumina/CONFIG/defaults.json");
+    std::fs::create_dir_all(defaults.parent().unwrap()).unwrap();
+    std::fs::write(
+        &defaults,
+        json!({"hooks": {"stop": [{"command": "echo ran >> project-hook.log"}]}}).to_string(),
+    )
+    .unwrap();
+    let (client, mut notes) = h.client().await;
+    let session = h.session(&client).await;
+
+    // Headless: nobody can be asked, so the hooks stay off and the run says why.
+    let mut headless = submit(&session.id, "first", bypass());
+    headless.headless = true;
+    let run = client.session_submit(&headless).await.unwrap();
+    let frames = events(&until_run_end(&mut notes, &run.run_id).await);
+    assert!(warnings(&frames)
+        .iter()
+        .any(|(code, message)| code == "hooks_untrusted" && message.contains("defaults.json")));
+    assert!(!h.path("project-hook.log").exists());
+
+    // Interactive: the permission dialog asks once; allowed, the hook runs from now on.
+    let run = client
+        .session_submit(&submit(&session.id, "second", bypass()))
+        .await
+        .unwrap();
+    let asked = next_event(&mut notes, "permission.requested").await;
+    let Event::PermissionRequested {
+        request_id,
+        tool,
+        arguments,
+        ..
+    } = &asked.event
+    else {
+        unreachable!()
+    };
+    assert_eq!(tool, "hooks_trust");
+    assert_eq!(
+        arguments["commands"],
+        json!(["echo ran >> project-hook.log"])
+    );
+    client
+        .permission_respond(
+            &session.id,
+            request_id,
+            lumina_protocol::Decision::AllowOnce,
+            None,
+        )
+        .await
+        .unwrap();
+    until_run_end(&mut notes, &run.run_id).await;
+    let run = client
+        .session_submit(&submit(&session.id, "third", bypass()))
+        .await
+        .unwrap();
+    let frames = events(&until_run_end(&mut notes, &run.run_id).await);
+    assert!(!frames
+        .iter()
+        .any(|f| matches!(f.event, Event::PermissionRequested { .. })));
+    assert_eq!(read(&h.path("project-hook.log")), "ran\nran\n");
     h.stop().await;
 }

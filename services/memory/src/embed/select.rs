@@ -1,0 +1,220 @@
+//! Which embedding provider a store gets, from the settings (`memory_embeddings` and the
+//! user's `memory_bge_*`): the one selection the product and the benchmark share.
+//!
+//! A provider that is configured but cannot be used (an invalid URL, unreadable model
+//! files) is a warning naming the setting, and the store runs lexical-only: memory never
+//! stops the backend. The local model is loaded here (about 90 MB read: call from a
+//! blocking context).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use lumina_config::{MemoryEmbeddings, MemoryModels};
+
+use super::{EmbeddingProvider, RemoteEmbeddings, RemoteOptions};
+
+/// The local model's folder name under `<AppRoot>/cache/models`.
+pub const LOCAL_MODEL_DIR: &str = "all-MiniLM-L6-v2";
+
+/// Files the local model needs (the tokenizer is `vocab.txt`; `tokenizer.json` is not
+/// read: its fixed 128-token padding and truncation are not what the model was trained
+/// with, see `local`).
+pub const LOCAL_MODEL_FILES: [&str; 3] = ["config.json", "model.safetensors", "vocab.txt"];
+
+/// Where the selection came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The `memory_bge_*` endpoint.
+    Remote,
+    /// The local all-MiniLM-L6-v2.
+    Local,
+    /// None: lexical recall only.
+    None,
+}
+
+/// How a message of the selection should be logged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// Expected (nothing configured, or turned off).
+    Info,
+    /// Something configured could not be used.
+    Warn,
+}
+
+/// The outcome of [`select`].
+#[derive(Clone)]
+pub struct Selection {
+    /// The provider, when one is usable.
+    pub provider: Option<Arc<dyn EmbeddingProvider>>,
+    /// Where it came from.
+    pub source: Source,
+    /// What to tell the user (already logged by [`select`]); never holds a key.
+    pub message: Option<(Level, String)>,
+}
+
+impl std::fmt::Debug for Selection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Selection")
+            .field("model_id", &self.provider.as_ref().map(|p| p.model_id()))
+            .field("source", &self.source)
+            .field("message", &self.message)
+            .finish()
+    }
+}
+
+/// `<app_root>/cache/models/all-MiniLM-L6-v2`.
+pub fn local_model_dir(app_root: &Path) -> PathBuf {
+    app_root.join("cache").join("models").join(LOCAL_MODEL_DIR)
+}
+
+/// Whether every file the local model needs is in `dir`.
+pub fn local_model_installed(dir: &Path) -> bool {
+    LOCAL_MODEL_FILES.iter().all(|f| dir.join(f).is_file())
+}
+
+/// Chooses the provider (see the module docs) and logs the outcome's message.
+pub fn select(models: &MemoryModels, app_root: &Path) -> Selection {
+    let selection = choose(models, app_root);
+    match &selection.message {
+        Some((Level::Warn, message)) => tracing::warn!("{message}"),
+        Some((Level::Info, message)) => tracing::info!("{message}"),
+        None => {}
+    }
+    if let Some(p) = &selection.provider {
+        tracing::info!(
+            model = p.model_id(),
+            dims = p.dims(),
+            "memory embeddings enabled"
+        );
+    }
+    selection
+}
+
+fn choose(models: &MemoryModels, app_root: &Path) -> Selection {
+    let dir = local_model_dir(app_root);
+    match models.embeddings {
+        MemoryEmbeddings::None => none(
+            Level::Info,
+            "memory embeddings are off (memory_embeddings = none): recall is lexical only".into(),
+        ),
+        MemoryEmbeddings::Remote => match models.bge_base_url {
+            Some(_) => remote(models),
+            None => none(
+                Level::Warn,
+                "memory_embeddings = remote but memory_bge_base_url is not set in the user \
+                 settings.json: recall is lexical only"
+                    .into(),
+            ),
+        },
+        MemoryEmbeddings::Local => local(&dir),
+        MemoryEmbeddings::Auto if models.bge_base_url.is_some() => remote(models),
+        MemoryEmbeddings::Auto if local_model_installed(&dir) => local(&dir),
+        MemoryEmbeddings::Auto => none(
+            Level::Info,
+            format!(
+                "no memory embedding model: recall is lexical only (install the local model \
+                 into {} with `lumina-backend memory install-model`, or set \
+                 memory_bge_base_url)",
+                dir.display()
+            ),
+        ),
+    }
+}
+
+fn none(level: Level, message: String) -> Selection {
+    Selection {
+        provider: None,
+        source: Source::None,
+        message: Some((level, message)),
+    }
+}
+
+fn remote(models: &MemoryModels) -> Selection {
+    let Some(base_url) = models.bge_base_url.as_deref() else {
+        return none(Level::Warn, "memory_bge_base_url is not set".into());
+    };
+    // The URL itself is not repeated: it may carry credentials.
+    if let Err(reason) = check_http_url(base_url) {
+        return none(
+            Level::Warn,
+            format!(
+                "memory_bge_base_url is not usable ({reason}): recall is lexical only until \
+                 it is fixed"
+            ),
+        );
+    }
+    let options = RemoteOptions {
+        api_key: models.bge_api_key.clone(),
+        ..RemoteOptions::new(base_url, &models.bge_model, models.bge_dimensions)
+    };
+    match RemoteEmbeddings::new(options) {
+        Ok(provider) => Selection {
+            provider: Some(Arc::new(provider)),
+            source: Source::Remote,
+            message: None,
+        },
+        Err(err) => none(
+            Level::Warn,
+            format!("memory_bge_base_url: the embeddings client did not start ({err}): recall is lexical only"),
+        ),
+    }
+}
+
+/// An absolute `http`/`https` URL with a host; the reason otherwise (never the URL).
+pub(crate) fn check_http_url(url: &str) -> Result<(), String> {
+    match reqwest::Url::parse(url) {
+        Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
+        Ok(u) => Err(format!(
+            "expected an http or https URL with a host, got scheme `{}`",
+            u.scheme()
+        )),
+        Err(e) => Err(format!("not a URL: {e}")),
+    }
+}
+
+#[cfg(feature = "local-embeddings")]
+fn local(dir: &Path) -> Selection {
+    let missing: Vec<&str> = LOCAL_MODEL_FILES
+        .iter()
+        .copied()
+        .filter(|f| !dir.join(f).is_file())
+        .collect();
+    if !missing.is_empty() {
+        return none(
+            Level::Warn,
+            format!(
+                "memory_embeddings: the local model is not installed ({} missing in {}): \
+                 recall is lexical only; run `lumina-backend memory install-model`",
+                missing.join(", "),
+                dir.display()
+            ),
+        );
+    }
+    match super::LocalMiniLm::load(dir) {
+        Ok(model) => Selection {
+            provider: Some(Arc::new(model)),
+            source: Source::Local,
+            message: None,
+        },
+        Err(err) => none(
+            Level::Warn,
+            format!(
+                "memory_embeddings: the local model in {} did not load ({err}): recall is \
+                 lexical only; reinstall it with `lumina-backend memory install-model`",
+                dir.display()
+            ),
+        ),
+    }
+}
+
+#[cfg(not(feature = "local-embeddings"))]
+fn local(dir: &Path) -> Selection {
+    none(
+        Level::Warn,
+        format!(
+            "memory_embeddings: this build has no local model support (feature \
+             local-embeddings), so the model in {} is not used: recall is lexical only",
+            dir.display()
+        ),
+    )
+}
