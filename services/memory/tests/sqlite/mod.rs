@@ -10,6 +10,8 @@ use lumina_memory::{BuildLimits, MemoryStore, RecallQuery};
 use pretty_assertions::assert_eq;
 use sha2::{Digest, Sha256};
 
+mod killed;
+
 use super::{reopen, sqlite_store, TempStore};
 
 fn file_hash(path: &Path) -> String {
