@@ -64,6 +64,11 @@ pub struct McpServerArgs {
     /// then acts with this server's credential.
     #[arg(long, requires = "http")]
     pub no_auth: bool,
+    /// Serve the MCP conformance suite's fixture tools, resources and prompts instead of
+    /// Lumina's sessions (no backend is contacted): the suite's server scenarios then run
+    /// through this command's transports and protocol code.
+    #[arg(long)]
+    pub conformance_fixtures: bool,
 }
 
 /// Where the backend is and which credential reaches it.
@@ -103,14 +108,17 @@ pub async fn run(args: McpServerArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let tools = Arc::new(LuminaTools {
-        target: target.clone(),
-        default_project_root,
-    });
-    let handler: Arc<dyn Handler> = tools;
+    let handler: Arc<dyn Handler> = if args.conformance_fixtures {
+        Arc::new(lumina_mcp_server::fixtures::Everything)
+    } else {
+        Arc::new(LuminaTools {
+            target: target.clone(),
+            default_project_root,
+        })
+    };
     match args.http {
         None => {
-            if target.needs_bearer() {
+            if target.needs_bearer() && !args.conformance_fixtures {
                 bail!(
                     "no credential for {}: pass --token-file or set LUMINA_TOKEN",
                     url_of(&target)

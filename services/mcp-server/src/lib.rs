@@ -8,11 +8,14 @@
 //! - [`http::serve`] / [`http::router`]: the Streamable HTTP endpoint (sessions, SSE with
 //!   resumption, DNS-rebinding protection, an optional auth hook).
 //!
+//! - [`fixtures`]: the conformance suite's fixture server (`lumina-mcp-everything`).
+//!
 //! Spec digest: `shared/specs/mcp.md`.
 
 mod context;
 mod dispatch;
 mod error;
+pub mod fixtures;
 mod handler;
 pub mod http;
 mod session;

@@ -199,3 +199,29 @@ async fn conformance_protocol_scenarios_pass() {
     }
     h.stop().await;
 }
+
+/// The whole server suite (`--suite all`: every scenario, fixture tools, resources and
+/// prompts included) through this command's transports and protocol code, with the
+/// suite's fixtures in place of Lumina's tools.
+#[tokio::test]
+async fn the_full_conformance_server_suite_passes_with_the_fixtures() {
+    let peers = McpPeers::locate().unwrap();
+    let h = Harness::start("anthropic", vec![]).await;
+    let (_child, addr) = spawn_http(&h, &["--conformance-fixtures", "--no-auth"]).await;
+    let url = format!("http://{addr}/mcp");
+    let output_dir = h.tmp.path().join("conformance-all");
+    std::fs::create_dir_all(&output_dir).unwrap();
+    let output = tokio::task::spawn_blocking(move || {
+        peers.conformance(&["server", "--url", &url, "--suite", "all"], &output_dir)
+    })
+    .await
+    .unwrap()
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success() && stdout.contains(" 0 failed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    h.stop().await;
+}
