@@ -1,6 +1,7 @@
 //! The crate's error type. Messages never carry expanded configuration values (secrets from
 //! `${VAR}`), so HTTP errors are stripped of their URL.
 
+use crate::client::auth::AuthError;
 use crate::config::ConfigError;
 use crate::jsonrpc::ErrorObject;
 
@@ -41,6 +42,9 @@ pub enum Error {
     UnknownServer(String),
     #[error("cannot record MCP trust: {0}")]
     Trust(String),
+    /// Authorization (OAuth) is needed, under way or failed.
+    #[error(transparent)]
+    Auth(#[from] AuthError),
     /// The peer broke the protocol (malformed message, missing field, ...).
     #[error("protocol error: {0}")]
     Protocol(String),

@@ -3,12 +3,16 @@
 //!
 //! - [`jsonrpc`]: messages, ids, error codes.
 //! - [`client`]: one session with one server over stdio, Streamable HTTP or legacy
-//!   HTTP+SSE, in the handshake era (≤ 2025-11-25) or the stateless one (2026-07-28).
+//!   HTTP+SSE, in the handshake era (≤ 2025-11-25) or the stateless one (2026-07-28);
+//!   [`client::auth`]: OAuth 2.1 authorization for the HTTP transports (discovery,
+//!   registration, PKCE, refresh, step-up; pluggable user agent; token file).
 //! - [`config`]: server definitions from `<project>/.mcp.json` and `<AppRoot>/config/mcp.json`
 //!   with `${VAR}` expansion at connect time.
 //! - [`trust`]: which project servers the user trusted (by definition fingerprint).
 //! - [`manager`]: [`McpManager`], the runtime's view: lazily connected servers per project,
-//!   their tools as `lumina_tools::Tool`s named `mcp__<server>__<tool>`, and `/mcp` status.
+//!   their tools as `lumina_tools::Tool`s named `mcp__<server>__<tool>`, and `/mcp` status;
+//!   HTTP servers that need a sign-in use the loopback sign-in and
+//!   `<AppRoot>/data/mcp/oauth/<sha256(url)>.json`.
 
 pub mod client;
 pub mod config;

@@ -145,10 +145,12 @@ impl Node {
             lumina_tools::builtin_registry(),
             ownership,
         )
-        // Each tenant has its own MCP server processes.
-        .with_mcp(lumina_mcp::McpManager::new(
-            lumina_mcp::ManagerOptions::new(self.app_root.clone()),
-        ))
+        // Each tenant has its own MCP server processes. Nobody can finish a browser sign-in
+        // on a pod: servers that need OAuth report it instead of waiting for one.
+        .with_mcp(lumina_mcp::McpManager::new(lumina_mcp::ManagerOptions {
+            interactive_auth: false,
+            ..lumina_mcp::ManagerOptions::new(self.app_root.clone())
+        }))
         .with_observer(Arc::new(self.relay.clone()))
         .with_memory(Arc::new(memory));
         runtimes.insert(tenant.to_string(), runtime.clone());

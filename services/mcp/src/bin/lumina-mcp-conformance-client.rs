@@ -5,12 +5,24 @@
 //! The driver only sequences library calls — the same `ClientSession` code paths the
 //! runtime uses: connect (auto era), list tools, call each tool once with arguments made
 //! from its input schema, close. Exit 0 on success, 1 with one line on stderr on failure.
+//!
+//! Authorization (`auth/*` scenarios) is the library's OAuth with the non-interactive
+//! [`HeadlessAgent`] (the suite's authorization server approves at once), the suite's
+//! Client ID Metadata Document URL, and pre-registered credentials from
+//! `MCP_CONFORMANCE_CONTEXT` (`client_id`, and `client_secret` or `private_key_pem` +
+//! `signing_algorithm`) when the scenario gives them.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::time::Duration;
 
+use lumina_config::Secret;
+use lumina_mcp::client::auth::{HeadlessAgent, OAuth, OAuthConfig, PreRegistered, SigningKey};
 use lumina_mcp::client::{ClientSession, ConnectOptions, Endpoint, HttpMode};
 use serde_json::{Map, Value};
+
+/// The client ID metadata document URL the suite's `auth/basic-cimd` scenario expects.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
 const CALL_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -40,13 +52,11 @@ async fn run() -> Result<(), String> {
     if let Ok(scenario) = std::env::var("MCP_CONFORMANCE_SCENARIO") {
         tracing::info!(scenario, "conformance scenario");
     }
-    let endpoint = Endpoint::Http {
-        url,
-        headers: Vec::new(),
-        mode: HttpMode::Auto,
-    };
+    let auth = oauth(&url)?;
+    let endpoint = Endpoint::http(url, HttpMode::Auto);
     let opts = ConnectOptions {
         label: "conformance".into(),
+        auth: Some(auth),
         ..ConnectOptions::default()
     };
     let session = ClientSession::connect(&endpoint, &opts)
@@ -56,6 +66,29 @@ async fn run() -> Result<(), String> {
     let outcome = exercise(&session).await;
     session.close().await;
     outcome
+}
+
+/// OAuth for the scenario: headless agent, the suite's CIMD URL, context credentials.
+fn oauth(url: &url::Url) -> Result<Arc<OAuth>, String> {
+    let mut cfg = OAuthConfig::new(url.clone(), "conformance");
+    cfg.client_name = "lumina-conformance".into();
+    cfg.client_metadata_url = Some(CLIENT_METADATA_URL.into());
+    if let Ok(raw) = std::env::var("MCP_CONFORMANCE_CONTEXT") {
+        let ctx: Value = serde_json::from_str(&raw)
+            .map_err(|e| format!("invalid MCP_CONFORMANCE_CONTEXT: {e}"))?;
+        let text = |k: &str| ctx.get(k).and_then(Value::as_str).map(str::to_string);
+        let signing_key = text("private_key_pem").map(|pem| SigningKey {
+            private_key_pem: Secret::new(pem),
+            algorithm: text("signing_algorithm").unwrap_or_else(|| "ES256".into()),
+        });
+        cfg.client = text("client_id").map(|client_id| PreRegistered {
+            client_id,
+            client_secret: text("client_secret").map(Secret::new),
+            signing_key,
+        });
+    }
+    let agent = HeadlessAgent::new().map_err(|e| e.to_string())?;
+    OAuth::new(cfg, Some(Arc::new(agent)), None).map_err(|e| e.to_string())
 }
 
 async fn exercise(session: &ClientSession) -> Result<(), String> {

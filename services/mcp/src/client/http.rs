@@ -5,7 +5,8 @@
 //! stream) ends before the answer, the client resumes with GET + `Last-Event-ID` after
 //! exactly the server's `retry` delay. Session ids are echoed; 404 on a session means it
 //! expired. The stateless revision drops sessions and the GET stream and adds the
-//! `Mcp-Method`/`Mcp-Name` headers.
+//! `Mcp-Method`/`Mcp-Name` headers. With an [`OAuth`], every request carries its bearer
+//! token, and a `401` / `403 insufficient_scope` is retried once it has a better one.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -16,6 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use url::Url;
 
+use super::auth::{self, OAuth};
 use super::headers::{header_map, stateless_headers};
 use super::sse_body::{is_event_stream, is_message_event, SseBody};
 use super::transport::{Inbound, InboundTx, Negotiated, Transport, TransportKind};
@@ -50,6 +52,7 @@ struct Shared {
     shutdown: CancellationToken,
     listener: Mutex<Option<JoinHandle<()>>>,
     label: String,
+    auth: Option<Arc<OAuth>>,
 }
 
 #[derive(Debug, Default)]
@@ -72,6 +75,7 @@ impl StreamableHttp {
         headers: &[(String, String)],
         inbound: InboundTx,
         label: String,
+        auth: Option<Arc<OAuth>>,
     ) -> Result<Self, Error> {
         Ok(Self {
             shared: Arc::new(Shared {
@@ -83,6 +87,7 @@ impl StreamableHttp {
                 shutdown: CancellationToken::new(),
                 listener: Mutex::new(None),
                 label,
+                auth,
             }),
         })
     }
@@ -102,6 +107,14 @@ impl Transport for StreamableHttp {
 
     async fn send(&self, msg: &Message) -> Result<(), Error> {
         self.shared.post(msg).await
+    }
+
+    fn auth_time(&self) -> Duration {
+        self.shared
+            .auth
+            .as_ref()
+            .map(|a| a.busy_time())
+            .unwrap_or_default()
     }
 
     fn set_negotiated(&self, negotiated: &Negotiated) {
@@ -138,6 +151,7 @@ impl Transport for StreamableHttp {
                 .shared
                 .request(reqwest::Method::DELETE)
                 .header(SESSION_ID, id);
+            let (req, _) = auth::with_bearer(self.shared.auth.as_ref(), req).await;
             match tokio::time::timeout(Duration::from_secs(5), req.send()).await {
                 Ok(Ok(resp)) => tracing::debug!(
                     server = %self.shared.label, status = resp.status().as_u16(),
@@ -183,18 +197,22 @@ impl Shared {
 
     async fn post(&self, msg: &Message) -> Result<(), Error> {
         let stateless = self.lock_state(|s| s.negotiated.stateless);
-        let mut req = self
-            .request(reqwest::Method::POST)
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(CONTENT_TYPE, "application/json")
-            .body(msg.to_line());
-        if stateless {
-            for (name, value) in stateless_headers(msg) {
-                req = req.header(name, value);
+        let body = msg.to_line();
+        let build = || {
+            let mut req = self
+                .request(reqwest::Method::POST)
+                .header(ACCEPT, "application/json, text/event-stream")
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.clone());
+            if stateless {
+                for (name, value) in stateless_headers(msg) {
+                    req = req.header(name, value);
+                }
             }
-        }
+            req
+        };
         let had_session = self.lock_state(|s| s.session_id.is_some());
-        let resp = req.send().await.map_err(Error::http)?;
+        let resp = auth::send(self.auth.as_ref(), build).await?;
         let status = resp.status();
         if !stateless && msg.method() == Some("initialize") && status.is_success() {
             let sid = resp
@@ -291,14 +309,17 @@ impl Shared {
     }
 
     async fn get_stream(&self, last_event_id: Option<&str>) -> Result<reqwest::Response, Error> {
-        let mut req = self
-            .request(reqwest::Method::GET)
-            .header(ACCEPT, "text/event-stream");
-        if let Some(id) = last_event_id {
-            req = req.header("last-event-id", id);
-        }
+        let build = || {
+            let mut req = self
+                .request(reqwest::Method::GET)
+                .header(ACCEPT, "text/event-stream");
+            if let Some(id) = last_event_id {
+                req = req.header("last-event-id", id);
+            }
+            req
+        };
         let had_session = self.lock_state(|s| s.session_id.is_some());
-        let resp = req.send().await.map_err(Error::http)?;
+        let resp = auth::send(self.auth.as_ref(), build).await?;
         if resp.status() == reqwest::StatusCode::NOT_FOUND && had_session {
             return Err(Error::SessionExpired);
         }

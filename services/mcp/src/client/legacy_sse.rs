@@ -1,8 +1,9 @@
 //! The deprecated HTTP+SSE transport (2024-11-05): GET the URL for an SSE stream whose first
 //! `endpoint` event names the POST URL (relative to the base); every server message then
-//! arrives on that stream as a `message` event, and POSTs are only acknowledged.
+//! arrives on that stream as a `message` event, and POSTs are only acknowledged. With an
+//! [`OAuth`], the GET and every POST carry the bearer token (see `http.rs`).
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -10,6 +11,7 @@ use reqwest::header::{HeaderMap, ACCEPT, CONTENT_TYPE};
 use tokio::task::JoinHandle;
 use url::Url;
 
+use super::auth::{self, OAuth};
 use super::headers::header_map;
 use super::sse_body::{is_event_stream, is_message_event, SseBody};
 use super::transport::{Inbound, InboundTx, Transport, TransportKind};
@@ -24,6 +26,7 @@ pub struct LegacySse {
     post_url: Url,
     headers: HeaderMap,
     reader: Mutex<Option<JoinHandle<()>>>,
+    auth: Option<Arc<OAuth>>,
 }
 
 impl LegacySse {
@@ -34,15 +37,16 @@ impl LegacySse {
         headers: &[(String, String)],
         inbound: InboundTx,
         label: String,
+        auth: Option<Arc<OAuth>>,
     ) -> Result<Self, Error> {
         let headers = header_map(headers)?;
-        let resp = client
-            .get(url.clone())
-            .headers(headers.clone())
-            .header(ACCEPT, "text/event-stream")
-            .send()
-            .await
-            .map_err(Error::http)?;
+        let build = || {
+            client
+                .get(url.clone())
+                .headers(headers.clone())
+                .header(ACCEPT, "text/event-stream")
+        };
+        let resp = auth::send(auth.as_ref(), build).await?;
         if !resp.status().is_success() {
             return Err(Error::HttpStatus {
                 status: resp.status().as_u16(),
@@ -64,15 +68,8 @@ impl LegacySse {
             post_url,
             headers,
             reader: Mutex::new(Some(reader)),
+            auth,
         })
-    }
-}
-
-impl Drop for LegacySse {
-    fn drop(&mut self) {
-        if let Some(task) = self.reader.lock().ok().and_then(|mut r| r.take()) {
-            task.abort();
-        }
     }
 }
 
@@ -82,16 +79,23 @@ impl Transport for LegacySse {
         TransportKind::Sse
     }
 
+    fn auth_time(&self) -> Duration {
+        self.auth
+            .as_ref()
+            .map(|a| a.busy_time())
+            .unwrap_or_default()
+    }
+
     async fn send(&self, msg: &Message) -> Result<(), Error> {
-        let resp = self
-            .client
-            .post(self.post_url.clone())
-            .headers(self.headers.clone())
-            .header(CONTENT_TYPE, "application/json")
-            .body(msg.to_line())
-            .send()
-            .await
-            .map_err(Error::http)?;
+        let body = msg.to_line();
+        let build = || {
+            self.client
+                .post(self.post_url.clone())
+                .headers(self.headers.clone())
+                .header(CONTENT_TYPE, "application/json")
+                .body(body.clone())
+        };
+        let resp = auth::send(self.auth.as_ref(), build).await?;
         if !resp.status().is_success() {
             return Err(Error::HttpStatus {
                 status: resp.status().as_u16(),

@@ -86,7 +86,9 @@ pub(crate) async fn establish(
             let probe = opts.probe_timeout.unwrap_or(STDIO_PROBE_TIMEOUT);
             closing_on_error(rpc, |rpc| run(rpc, opts, probe)).await
         }
-        Endpoint::Http { url, headers, mode } => {
+        Endpoint::Http {
+            url, headers, mode, ..
+        } => {
             let client = reqwest::Client::builder()
                 .connect_timeout(Duration::from_secs(10))
                 .build()
@@ -95,8 +97,14 @@ pub(crate) async fn establish(
                 return legacy(client, url, headers, opts).await;
             }
             let (tx, rx) = mpsc::channel(INBOUND_CAPACITY);
-            let transport =
-                StreamableHttp::new(client.clone(), url.clone(), headers, tx, label.clone())?;
+            let transport = StreamableHttp::new(
+                client.clone(),
+                url.clone(),
+                headers,
+                tx,
+                label.clone(),
+                opts.auth.clone(),
+            )?;
             let rpc = Rpc::start(Arc::new(transport), rx, label);
             let probe = opts.probe_timeout.unwrap_or(HTTP_PROBE_TIMEOUT);
             match closing_on_error(rpc, |rpc| run(rpc, opts, probe)).await {
@@ -125,8 +133,15 @@ async fn legacy(
         ));
     }
     let (tx, rx) = mpsc::channel(INBOUND_CAPACITY);
-    let transport =
-        LegacySse::connect(client, url.clone(), headers, tx, opts.label.clone()).await?;
+    let transport = LegacySse::connect(
+        client,
+        url.clone(),
+        headers,
+        tx,
+        opts.label.clone(),
+        opts.auth.clone(),
+    )
+    .await?;
     let rpc = Rpc::start(Arc::new(transport), rx, opts.label.clone());
     closing_on_error(rpc, |rpc| handshake(rpc, opts)).await
 }

@@ -2,6 +2,7 @@
 //! (stdio, Streamable HTTP, legacy HTTP+SSE), in either era (handshake ≤ 2025-11-25, or
 //! stateless 2026-07-28) — see [`lifecycle`] for how the era is detected.
 
+pub mod auth;
 mod handlers;
 mod headers;
 mod http;
@@ -43,7 +44,30 @@ pub enum Endpoint {
         url: Url,
         headers: Vec<(String, String)>,
         mode: HttpMode,
+        /// The `"oauth"` settings of the definition (secret expanded), if any.
+        oauth: Option<OAuthSettings>,
     },
+}
+
+/// A server definition's `"oauth"` object: pre-registered credentials and extra scopes.
+/// `Debug` redacts the secret.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct OAuthSettings {
+    pub client_id: Option<String>,
+    pub client_secret: Option<lumina_config::Secret>,
+    pub scopes: Vec<String>,
+}
+
+impl Endpoint {
+    /// A Streamable HTTP / auto endpoint without headers or OAuth settings.
+    pub fn http(url: Url, mode: HttpMode) -> Self {
+        Endpoint::Http {
+            url,
+            headers: Vec::new(),
+            mode,
+            oauth: None,
+        }
+    }
 }
 
 impl std::fmt::Debug for Endpoint {
@@ -54,7 +78,12 @@ impl std::fmt::Debug for Endpoint {
                 .field("command", command)
                 .field("env_keys", &env.iter().map(|(k, _)| k).collect::<Vec<_>>())
                 .finish_non_exhaustive(),
-            Endpoint::Http { url, headers, mode } => f
+            Endpoint::Http {
+                url,
+                headers,
+                mode,
+                oauth,
+            } => f
                 .debug_struct("Http")
                 .field("origin", &url.origin().ascii_serialization())
                 .field(
@@ -62,6 +91,7 @@ impl std::fmt::Debug for Endpoint {
                     &headers.iter().map(|(k, _)| k).collect::<Vec<_>>(),
                 )
                 .field("mode", mode)
+                .field("oauth", oauth)
                 .finish(),
         }
     }
@@ -90,7 +120,8 @@ pub enum ProtocolPref {
     Stateless,
 }
 
-/// Connection settings (defaults: auto era, probe 3 s (stdio) / 5 s (HTTP), 30 s requests).
+/// Connection settings (defaults: auto era, probe 3 s (stdio) / 5 s (HTTP), 30 s requests,
+/// no OAuth).
 #[derive(Debug, Clone)]
 pub struct ConnectOptions {
     pub protocol: ProtocolPref,
@@ -100,6 +131,9 @@ pub struct ConnectOptions {
     pub request_timeout: Duration,
     /// A name for logs (the server's configured name).
     pub label: String,
+    /// Authorization for HTTP servers that answer `401` (kept across reconnects by the
+    /// caller). `None`: a `401` fails the connection.
+    pub auth: Option<Arc<auth::OAuth>>,
 }
 
 impl Default for ConnectOptions {
@@ -109,6 +143,7 @@ impl Default for ConnectOptions {
             probe_timeout: None,
             request_timeout: Duration::from_secs(30),
             label: "mcp".into(),
+            auth: None,
         }
     }
 }

@@ -158,7 +158,7 @@ impl Rpc {
         let cancel = cancel.unwrap_or(&never);
         let outcome = tokio::select! {
             r = exchange => r,
-            _ = tokio::time::sleep(timeout) => Err(Error::Timeout {
+            _ = self.deadline(timeout) => Err(Error::Timeout {
                 method: method.to_string(),
                 ms: timeout.as_millis() as u64,
             }),
@@ -179,6 +179,23 @@ impl Rpc {
             )));
         }
         Ok(value)
+    }
+
+    /// Sleeps for `timeout` plus whatever time the transport spends authorizing meanwhile
+    /// (a sign-in is not the server being slow).
+    async fn deadline(&self, timeout: Duration) {
+        let start = tokio::time::Instant::now();
+        let auth_at_start = self.transport.auth_time();
+        let mut until = start + timeout;
+        loop {
+            tokio::time::sleep_until(until).await;
+            let spent = self.transport.auth_time().saturating_sub(auth_at_start);
+            let extended = start + timeout + spent;
+            if extended <= tokio::time::Instant::now() {
+                return;
+            }
+            until = extended;
+        }
     }
 
     pub(crate) async fn notify(&self, method: &str, params: Option<Value>) -> Result<(), Error> {

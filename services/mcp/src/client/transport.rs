@@ -86,4 +86,9 @@ pub trait Transport: Send + Sync + 'static {
     fn last_stderr(&self) -> Option<String> {
         None
     }
+
+    /// Total time spent authorizing so far; request timeouts do not count it.
+    fn auth_time(&self) -> std::time::Duration {
+        std::time::Duration::ZERO
+    }
 }

@@ -5,6 +5,7 @@
 //! definition gets a fresh slot, and needs trust again when it is a project server), and
 //! connects trusted servers lazily and in parallel when their tools are first asked for.
 
+mod auth;
 pub(crate) mod slot;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -35,12 +36,24 @@ pub struct ManagerOptions {
     pub request_timeout: Duration,
     /// Restarts of a crashed/failed server allowed per minute. Default 3.
     pub max_restarts_per_minute: usize,
+    /// When an HTTP server needs OAuth authorization, ask a person: a loopback listener
+    /// receives the redirect and the authorization URL is logged and shown as the server's
+    /// `/mcp` state. Off (headless, cluster): such servers are `failed` with "needs
+    /// authorization" unless stored tokens still work. Default on.
+    pub interactive_auth: bool,
+    /// How long an interactive sign-in waits for the browser. Default 5 min.
+    pub auth_timeout: Duration,
+    /// The HTTPS URL of Lumina's OAuth Client ID Metadata Document, used as `client_id` by
+    /// authorization servers that support it; without one, dynamic client registration is
+    /// used. Default none.
+    pub client_metadata_url: Option<String>,
 }
 
 impl ManagerOptions {
     pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
     pub const DEFAULT_TOOL_TIMEOUT_MS: u64 = 120_000;
     pub const DEFAULT_MAX_RESTARTS_PER_MINUTE: usize = 3;
+    pub const DEFAULT_AUTH_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 
     /// The documented defaults.
     pub fn new(app_root: AppRoot) -> Self {
@@ -50,6 +63,9 @@ impl ManagerOptions {
             mcp_tool_timeout_ms: Self::DEFAULT_TOOL_TIMEOUT_MS,
             request_timeout: Duration::from_secs(30),
             max_restarts_per_minute: Self::DEFAULT_MAX_RESTARTS_PER_MINUTE,
+            interactive_auth: true,
+            auth_timeout: Self::DEFAULT_AUTH_TIMEOUT,
+            client_metadata_url: None,
         }
     }
 }
@@ -258,12 +274,15 @@ impl McpManager {
                 }
                 old => {
                     stale.extend(old);
-                    Arc::new(ServerSlot::new(
-                        server.clone(),
-                        project_root.to_path_buf(),
-                        self.inner.opts.clone(),
-                        trusted,
-                    ))
+                    Arc::new_cyclic(|me| {
+                        ServerSlot::new(
+                            server.clone(),
+                            project_root.to_path_buf(),
+                            self.inner.opts.clone(),
+                            trusted,
+                            me.clone(),
+                        )
+                    })
                 }
             };
             if !slot.trusted.swap(trusted, Ordering::AcqRel) && trusted {

@@ -3,18 +3,21 @@
 //! Connects are serialized per server (`inner` is held across them). A session that ended
 //! (crashed process, broken stream) is replaced on the next use, at most
 //! `max_restarts_per_minute` times a minute; past that the server is `failed` until the
-//! budget frees up.
+//! budget frees up. An HTTP server that needs a sign-in is `failed` with "needs
+//! authorization: …" (and the URL to open) without spending that budget; the slot
+//! reconnects by itself when the sign-in completes (`auth.rs`).
 
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{ManagerOptions, ServerState};
+use crate::client::auth::OAuth;
 use crate::client::{
     CallToolResult, ClientSession, ConnectOptions, Endpoint, HttpMode, ProtocolPref, ToolInfo,
     TransportKind,
@@ -24,17 +27,24 @@ use crate::expand::process_env;
 use crate::Error;
 
 const RESTART_WINDOW: Duration = Duration::from_secs(60);
-/// Characters of a failure reason kept (stderr lines are already cut to 200).
-const REASON_KEEP: usize = 400;
+/// Characters of a failure reason kept (stderr lines are already cut to 200; an
+/// authorization URL needs room).
+const REASON_KEEP: usize = 1200;
 
 pub(crate) struct ServerSlot {
     pub(crate) config: ServerConfig,
     pub(crate) fingerprint: String,
     project_root: PathBuf,
-    opts: ManagerOptions,
+    pub(super) opts: ManagerOptions,
     pub(crate) trusted: AtomicBool,
     inner: tokio::sync::Mutex<Inner>,
     view: Mutex<View>,
+    /// This slot, for tasks that outlive a call (the sign-in watcher).
+    pub(super) me: Weak<ServerSlot>,
+    /// The server's authorization (HTTP servers), kept across reconnects.
+    pub(super) oauth: Mutex<Option<Arc<OAuth>>>,
+    /// The last connect failed for lack of authorization.
+    pub(super) auth_blocked: AtomicBool,
 }
 
 #[derive(Default)]
@@ -62,6 +72,7 @@ impl ServerSlot {
         project_root: PathBuf,
         opts: ManagerOptions,
         trusted: bool,
+        me: Weak<ServerSlot>,
     ) -> Self {
         Self {
             fingerprint: config.def.fingerprint(),
@@ -75,6 +86,9 @@ impl ServerSlot {
                 session: None,
                 tools: Vec::new(),
             }),
+            me,
+            oauth: Mutex::new(None),
+            auth_blocked: AtomicBool::new(false),
         }
     }
 
@@ -148,7 +162,7 @@ impl ServerSlot {
         view.session.as_ref().and_then(|s| s.process_id())
     }
 
-    fn set_view(&self, state: ServerState, session: Option<Arc<ClientSession>>) {
+    pub(super) fn set_view(&self, state: ServerState, session: Option<Arc<ClientSession>>) {
         let mut view = self.view.lock().unwrap_or_else(|p| p.into_inner());
         view.state = state;
         view.session = session;
@@ -171,6 +185,12 @@ impl ServerSlot {
             }
             Err(e) => {
                 tracing::warn!(server = %self.name(), error = %e, "listing mcp tools failed");
+                if matches!(e, Error::Auth(_)) {
+                    self.auth_blocked.store(true, Ordering::Release);
+                    inner.session = None;
+                    inner.tools = None;
+                    self.set_view(ServerState::Failed(trim(&e.to_string())), None);
+                }
                 Err(e.to_string())
             }
         }
@@ -199,6 +219,12 @@ impl ServerSlot {
             }
             Err(e @ Error::Http(_)) => {
                 // The server is unreachable: reconnect on the next use.
+                self.forget(&session, &e.to_string()).await;
+                Err(e)
+            }
+            Err(e @ Error::Auth(_)) => {
+                // A sign-in is needed (or under way): `/mcp` shows why; reconnect after it.
+                self.auth_blocked.store(true, Ordering::Release);
                 self.forget(&session, &e.to_string()).await;
                 Err(e)
             }
@@ -239,6 +265,11 @@ impl ServerSlot {
                 }
             }
         }
+        if let Some(reason) = self.pending_sign_in() {
+            // Waiting for a person: no connect attempt, no restart spent.
+            self.set_view(ServerState::Failed(trim(&reason)), None);
+            return Err(reason);
+        }
         let now = Instant::now();
         inner
             .restarts
@@ -259,6 +290,7 @@ impl ServerSlot {
         self.set_view(ServerState::Connecting, None);
         match self.connect(inner.era).await {
             Ok(session) => {
+                self.auth_blocked.store(false, Ordering::Release);
                 let info = session.info();
                 let era = if info.stateless {
                     ProtocolPref::Stateless
@@ -309,6 +341,7 @@ impl ServerSlot {
             probe_timeout: None,
             request_timeout: self.opts.request_timeout,
             label: self.name().to_string(),
+            auth: self.oauth_for(&endpoint),
         };
         match tokio::time::timeout(
             self.opts.connect_timeout,
@@ -317,7 +350,12 @@ impl ServerSlot {
         .await
         {
             Ok(Ok(session)) => Ok(session),
-            Ok(Err(e)) => Err(e.to_string()),
+            Ok(Err(e)) => {
+                if matches!(e, Error::Auth(_)) {
+                    self.auth_blocked.store(true, Ordering::Release);
+                }
+                Err(e.to_string())
+            }
             Err(_) => Err(format!(
                 "connecting timed out after {} s",
                 self.opts.connect_timeout.as_secs()
@@ -326,6 +364,9 @@ impl ServerSlot {
     }
 
     pub(crate) async fn close(&self) {
+        if let Some(auth) = self.current_oauth() {
+            auth.cancel_pending();
+        }
         let session = self.inner.lock().await.session.take();
         if let Some(session) = session {
             session.close().await;
@@ -334,6 +375,6 @@ impl ServerSlot {
     }
 }
 
-fn trim(s: &str) -> String {
+pub(super) fn trim(s: &str) -> String {
     s.chars().take(REASON_KEEP).collect()
 }

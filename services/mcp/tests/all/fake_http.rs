@@ -97,6 +97,7 @@ async fn legacy_sse_server_is_detected_and_used() -> Result<()> {
         url: url::Url::parse(&format!("http://127.0.0.1:{port}/sse"))?,
         headers: Vec::new(),
         mode: HttpMode::Auto,
+        oauth: None,
     };
     // POST /sse gets 405 (probe and initialize): the client falls back to HTTP+SSE.
     let session = ClientSession::connect(&endpoint, &ConnectOptions::default()).await?;

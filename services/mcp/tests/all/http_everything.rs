@@ -13,6 +13,7 @@ fn http(url: String, mode: HttpMode) -> Result<Endpoint> {
         url: url::Url::parse(&url)?,
         headers: vec![("X-Test".into(), "1".into())],
         mode,
+        oauth: None,
     })
 }
 

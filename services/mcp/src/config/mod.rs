@@ -1,5 +1,7 @@
 //! MCP server definitions: project `<root>/.mcp.json` and user `<AppRoot>/config/mcp.json`,
-//! both `{"mcpServers": {"<name>": {"command","args","env"} | {"url","headers","type"}}}`.
+//! both `{"mcpServers": {"<name>": {"command","args","env"} | {"url","headers","type","oauth"}}}`
+//! where `"oauth": {"client_id", "client_secret"?, "scopes"?}` holds pre-registered OAuth
+//! credentials (`client_secret` expands `${VAR}` like header values).
 //!
 //! Definitions are kept raw (unexpanded): `${VAR}` is only expanded by
 //! [`ServerDef::resolve`] when connecting, and the expanded values go straight to the
@@ -15,6 +17,10 @@ use sha2::{Digest, Sha256};
 
 use crate::client::{Endpoint, HttpMode, ProtocolPref};
 use crate::expand::{expand_vars, ExpandError};
+
+mod oauth;
+use oauth::parse_oauth;
+pub use oauth::OAuthSpec;
 
 /// Where a definition came from. Project servers need trust; user servers are trusted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -44,6 +50,7 @@ pub enum TransportSpec {
         url: String,
         headers: BTreeMap<String, String>,
         mode: HttpMode,
+        oauth: Option<OAuthSpec>,
     },
 }
 
@@ -228,6 +235,7 @@ pub fn parse_def(raw: &Value) -> Result<ServerDef, String> {
                     Some("sse") => HttpMode::LegacySse,
                     Some(_) => HttpMode::Streamable,
                 },
+                oauth: parse_oauth(obj.get("oauth"))?,
             }
         }
         (_, _, Some(k @ ("stdio" | "http" | "streamable-http" | "streamableHttp" | "sse"))) => {
@@ -285,7 +293,12 @@ impl ServerDef {
                     .collect::<Result<_, ConfigError>>()?,
                 cwd: Some(project_root.to_path_buf()),
             },
-            TransportSpec::Http { url, headers, mode } => {
+            TransportSpec::Http {
+                url,
+                headers,
+                mode,
+                oauth,
+            } => {
                 let expanded = exp(url)?;
                 let url = url::Url::parse(&expanded).map_err(|e| ConfigError::InvalidServer {
                     path: PathBuf::new(),
@@ -299,13 +312,17 @@ impl ServerDef {
                         .map(|(k, v)| Ok((k.clone(), exp(v)?)))
                         .collect::<Result<_, ConfigError>>()?,
                     mode: *mode,
+                    oauth: match oauth {
+                        None => None,
+                        Some(o) => Some(o.resolve(&exp)?),
+                    },
                 }
             }
         })
     }
 }
 
-fn opt_str(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+pub(crate) fn opt_str(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -313,7 +330,7 @@ fn opt_str(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, String
     }
 }
 
-fn str_list(obj: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+pub(crate) fn str_list(obj: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
