@@ -67,7 +67,10 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         lumina_tools::builtin_registry(),
         Arc::new(AlwaysOwned(LOCAL_FENCE)),
     )
-    .with_mcp(McpManager::new(ManagerOptions::new(app_root.clone())));
+    .with_mcp(McpManager::new(ManagerOptions {
+        mcp_tool_timeout_ms: settings.mcp_tool_timeout_ms,
+        ..ManagerOptions::new(app_root.clone())
+    }));
     // The Memory Fabric (SYSTEM §9): SQLite under the AppRoot, with the embedder and
     // reranker the settings select (read at start-up). A store that does not open leaves
     // the runtime without memory, and an unusable model leaves recall lexical: neither

@@ -37,6 +37,7 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("max_frame_bytes", Kind::Usize),
     ("shell_timeout_ms", Kind::U64),
     ("shell_max_timeout_ms", Kind::U64),
+    ("mcp_tool_timeout_ms", Kind::U64),
     ("tool_output_cap_bytes", Kind::Usize),
     ("model_max_retries", Kind::U32),
     ("model_idle_timeout_ms", Kind::U64),

@@ -95,6 +95,9 @@ pub struct Settings {
     pub shell_timeout_ms: u64,
     /// Largest `timeout_ms` a `shell` call may ask for. Default: 600000.
     pub shell_max_timeout_ms: u64,
+    /// Time an MCP tool call may take before it is cancelled (`notifications/cancelled`)
+    /// and the model gets a timeout error, in milliseconds. Read at start-up. Default: 120000.
+    pub mcp_tool_timeout_ms: u64,
     /// Bytes of tool output the model sees; the rest goes to `state/tool-results`.
     /// Default: 30000.
     pub tool_output_cap_bytes: usize,
@@ -209,6 +212,7 @@ impl Default for Settings {
             max_frame_bytes: 4 * 1024 * 1024,
             shell_timeout_ms: 120_000,
             shell_max_timeout_ms: 600_000,
+            mcp_tool_timeout_ms: 120_000,
             tool_output_cap_bytes: 30_000,
             model_max_retries: 2,
             model_idle_timeout_ms: 90_000,
@@ -264,6 +268,7 @@ impl std::fmt::Debug for Settings {
             .field("max_frame_bytes", &self.max_frame_bytes)
             .field("shell_timeout_ms", &self.shell_timeout_ms)
             .field("shell_max_timeout_ms", &self.shell_max_timeout_ms)
+            .field("mcp_tool_timeout_ms", &self.mcp_tool_timeout_ms)
             .field("tool_output_cap_bytes", &self.tool_output_cap_bytes)
             .field("model_max_retries", &self.model_max_retries)
             .field("model_idle_timeout_ms", &self.model_idle_timeout_ms)
