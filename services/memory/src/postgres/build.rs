@@ -4,10 +4,13 @@
 //! published fingerprint differs from the store's or a space's checkpoint is not a prefix
 //! of its ledger; otherwise new rows are indexed into the published generation, each
 //! batch in one transaction with its checkpoint and under the writer's fence. A space
-//! whose indexed rows reach the exact-search threshold gets its HNSW index.
+//! whose indexed rows reach the exact-search threshold gets its HNSW index. One builder per
+//! tenant runs at a time across the cluster (`lock.rs`); a query that finds another
+//! instance building answers from the published index instead of waiting.
 
 use tracing::info;
 
+use super::lock::BuildLock;
 use super::{index, ledger, PgMemory};
 use crate::derive::embedding_text;
 use crate::{BuildLimits, IndexStatus, LedgerHead, Result, SyncReport};
@@ -57,6 +60,15 @@ pub(super) async fn align(store: &PgMemory, space: &str) -> Result<Aligned> {
         });
     }
     let _guard = store.inner.maintenance.lock().await;
+    // Another instance is building: answer from what is published now rather than wait.
+    let Some(lock) = BuildLock::try_acquire(store.client().await?, store.tenant()).await? else {
+        return Ok(Aligned {
+            generation: state.generation,
+            indexed: state.indexed,
+            rows: 0,
+            rebuilt: false,
+        });
+    };
     let report = sync_locked(
         store,
         BuildLimits {
@@ -65,6 +77,7 @@ pub(super) async fn align(store: &PgMemory, space: &str) -> Result<Aligned> {
         },
     )
     .await?;
+    lock.release().await?;
     let state = status(store, space).await?;
     Ok(Aligned {
         generation: state.generation,
@@ -77,7 +90,10 @@ pub(super) async fn align(store: &PgMemory, space: &str) -> Result<Aligned> {
 /// One run of the index job over every space of the tenant.
 pub(super) async fn sync(store: &PgMemory, limits: BuildLimits) -> Result<SyncReport> {
     let _guard = store.inner.maintenance.lock().await;
-    sync_locked(store, limits).await
+    let lock = BuildLock::acquire(store.client().await?, store.tenant()).await?;
+    let report = sync_locked(store, limits).await?;
+    lock.release().await?;
+    Ok(report)
 }
 
 async fn sync_locked(store: &PgMemory, limits: BuildLimits) -> Result<SyncReport> {

@@ -35,6 +35,7 @@ mod fulltext;
 mod index;
 mod ledger;
 mod lexical;
+mod lock;
 mod semantic;
 
 use std::collections::HashMap;

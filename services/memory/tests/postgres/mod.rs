@@ -68,6 +68,8 @@ pub async fn pg_store() -> PgStore {
     }
 }
 
+mod build_lock;
+
 mod conformance {
     lumina_memory::memory_conformance_suite!(super::pg_store());
 }
