@@ -52,7 +52,8 @@ async fn another_instances_build_lock_is_respected_and_freed_by_its_crash() {
     let waiting = || {
         psql(
             &database,
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted",
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
         )
         .unwrap()
     };
@@ -75,11 +76,13 @@ async fn another_instances_build_lock_is_respected_and_freed_by_its_crash() {
         .await
         .unwrap();
     assert!(!recall.items.is_empty());
-    // Every lock this store took was given back (none held, none waiting).
+    // Every lock this store took was given back (none held, none waiting). `pg_locks` is
+    // server-wide: other tests' databases are filtered out.
     assert_eq!(
         psql(
             &database,
-            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'"
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
         )
         .unwrap(),
         "0"
