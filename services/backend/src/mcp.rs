@@ -36,25 +36,19 @@ pub async fn status(session: &Session) -> McpStatusResult {
 }
 
 /// Trusts a project server of the session's project.
-pub async fn trust(session: &Session, server: &str) -> Result<(), ErrorObject> {
+pub fn trust(session: &Session, server: &str) -> Result<(), ErrorObject> {
     let manager = session
         .mcp()
         .ok_or_else(|| ErrorObject::new(ErrorCode::NotFound, "this backend has no MCP support"))?;
-    let root = session.project_root();
-    let known = manager
-        .status(root)
-        .await
-        .into_iter()
-        .any(|s| s.name == server && s.source == ServerSource::Project);
-    if !known {
-        return Err(ErrorObject::new(
-            ErrorCode::NotFound,
-            format!("no project MCP server named `{server}` in .mcp.json"),
-        ));
-    }
     manager
-        .trust(root, server)
-        .map_err(|e| ErrorObject::new(ErrorCode::Internal, format!("cannot record trust: {e}")))
+        .trust(session.project_root(), server)
+        .map_err(|e| match e {
+            lumina_mcp::Error::UnknownServer(_) => ErrorObject::new(
+                ErrorCode::NotFound,
+                format!("no project MCP server named `{server}` in .mcp.json"),
+            ),
+            other => ErrorObject::new(ErrorCode::Internal, format!("cannot record trust: {other}")),
+        })
 }
 
 fn server_status(s: ServerStatus) -> McpServerStatus {

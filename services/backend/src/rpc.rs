@@ -294,7 +294,7 @@ pub async fn execute(
         MCP_TRUST => {
             let p: McpTrustParams = parse(params)?;
             let session = runtime.session(&p.session_id).await.map_err(rt)?;
-            crate::mcp::trust(&session, &p.server).await?;
+            crate::mcp::trust(&session, &p.server)?;
             ok(Ack { ok: true })
         }
         other => Err(ErrorObject::new(

@@ -29,7 +29,7 @@ pub(crate) async fn prepare(ctx: &RunContext) -> Result<()> {
     };
     let root = ctx.session.project_root();
     for problem in manager.config_errors(root).await {
-        trust::warn(ctx, "mcp_config", problem).await?;
+        ctx.warn("mcp_config", problem).await?;
     }
     let untrusted: Vec<ServerStatus> = manager
         .status(root)
@@ -92,7 +92,7 @@ async fn ask_trust(ctx: &RunContext, server: &ServerStatus) -> Result<()> {
         if let Some(manager) = ctx.session.mcp() {
             if let Err(err) = manager.trust(ctx.session.project_root(), &name) {
                 let message = format!("could not record trust in `{name}`: {err}");
-                trust::warn(ctx, "mcp_trust_failed", message).await?;
+                ctx.warn("mcp_trust_failed", message).await?;
             }
         }
     }

@@ -34,7 +34,7 @@ pub(crate) async fn ask(ctx: &RunContext, question: Question) -> Result<bool> {
     }
     if ctx.headless {
         let (code, message) = question.headless;
-        warn(ctx, code, message).await?;
+        ctx.warn(code, message).await?;
         return Ok(false);
     }
     let request_id = uuid::Uuid::new_v4().to_string();
@@ -107,23 +107,9 @@ pub(crate) async fn project_hooks(ctx: &RunContext) -> Result<()> {
         let root = ctx.session.project_root();
         if let Err(err) = lumina_config::trust_project_hooks(app_root, root, &untrusted.fingerprint)
         {
-            warn(
-                ctx,
-                "hooks_trust_failed",
-                format!("could not record the trust: {err}"),
-            )
-            .await?;
+            let message = format!("could not record the trust: {err}");
+            ctx.warn("hooks_trust_failed", message).await?;
         }
     }
-    Ok(())
-}
-
-pub(crate) async fn warn(ctx: &RunContext, code: &str, message: String) -> Result<()> {
-    ctx.append(vec![Event::Warning {
-        code: code.into(),
-        message,
-        run_id: Some(ctx.run_id.clone()),
-    }])
-    .await?;
     Ok(())
 }

@@ -196,21 +196,20 @@ impl McpManager {
     }
 
     /// Trusts the project server `name` as currently defined; the next [`Self::tools`]
-    /// connects it. User servers need no trust.
+    /// connects it. User servers need no trust: a name that is not a project server is
+    /// [`Error::UnknownServer`].
     pub fn trust(&self, project_root: &Path, name: &str) -> Result<(), Error> {
         let loaded = config::load(project_root, &self.inner.opts.app_root);
+        // User servers are trusted already; only a project server can be trusted.
         let server = loaded
             .servers
             .iter()
-            .find(|s| s.name == name)
+            .find(|s| s.name == name && s.source == ServerSource::Project)
             .ok_or_else(|| Error::UnknownServer(name.to_string()))?;
-        if server.source == ServerSource::Project {
-            self.inner
-                .trust
-                .trust(project_root, name, &server.def)
-                .map_err(|e| Error::Trust(e.to_string()))?;
-        }
-        Ok(())
+        self.inner
+            .trust
+            .trust(project_root, name, &server.def)
+            .map_err(|e| Error::Trust(e.to_string()))
     }
 
     /// The process id of a connected stdio server (diagnostics).

@@ -94,6 +94,17 @@ impl RunContext {
         self.goal.as_deref().filter(|_| self.is_main())
     }
 
+    /// Journals a `warning` of this run on its stream.
+    pub(crate) async fn warn(&self, code: &str, message: impl Into<String>) -> Result<()> {
+        self.append(vec![Event::Warning {
+            code: code.into(),
+            message: message.into(),
+            run_id: Some(self.run_id.clone()),
+        }])
+        .await?;
+        Ok(())
+    }
+
     /// Why a cancelled run stopped, for the events that record it.
     pub(crate) fn interrupt_reason(&self) -> String {
         if self.goal.as_deref().is_some_and(GoalRun::wall_expired) {
@@ -272,12 +283,7 @@ pub(crate) fn hook_scope(ctx: &RunContext) -> HookScope<'_> {
 /// `user_prompt_submit` hooks; `Some(outcome)` when one blocked the prompt.
 async fn prompt_hooks(ctx: &RunContext) -> Result<Option<Outcome>> {
     for problem in &ctx.settings.hook_problems {
-        ctx.append(vec![Event::Warning {
-            code: "hook_invalid".into(),
-            message: problem.clone(),
-            run_id: Some(ctx.run_id.clone()),
-        }])
-        .await?;
+        ctx.warn("hook_invalid", problem.clone()).await?;
     }
     let verdict = run_hooks(
         &ctx.settings.hooks,

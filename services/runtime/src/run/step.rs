@@ -287,16 +287,12 @@ async fn compile(
                 history = context::build_history(&events, &guidance.skills);
             }
             None => {
-                ctx.append(vec![Event::Warning {
-                    code: "context_over_budget".into(),
-                    message: format!(
-                        "the context (~{tokens} tokens) is over {:.0}% of max_tokens ({}) and nothing older can be compacted",
-                        settings.compaction_threshold * 100.0,
-                        settings.max_tokens
-                    ),
-                    run_id: Some(ctx.run_id.clone()),
-                }])
-                .await?;
+                let message = format!(
+                    "the context (~{tokens} tokens) is over {:.0}% of max_tokens ({}) and nothing older can be compacted",
+                    settings.compaction_threshold * 100.0,
+                    settings.max_tokens
+                );
+                ctx.warn("context_over_budget", message).await?;
             }
         }
     }
