@@ -5,12 +5,13 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
+use crate::embed::EmbeddingProvider;
 use crate::text;
 use crate::time::date_words;
 use crate::Evidence;
 
 /// Version of the derived index layout (tables, fields, edge kinds). Bump on any change.
-pub const INDEX_SCHEMA_VERSION: u32 = 1;
+pub const INDEX_SCHEMA_VERSION: u32 = 2;
 
 /// Edge kinds of the event/context/concept graph. Adjacent-turn edges are not stored:
 /// they follow from the documents' order within their context.
@@ -32,25 +33,49 @@ pub struct IndexOptions {
     /// Turns on each side whose terms form an event's window field (its conversational
     /// context: an answer rarely repeats the words of the question it answers). Default 2.
     pub window: usize,
+    /// With an embedding model: also embed every span of an event that has more than one
+    /// (`text::spans`, sentence-like, at least [`SPAN_MIN_CHARS`]), so span scoring finds
+    /// the sentence a query is about inside a long event. Default on.
+    pub span_vectors: bool,
 }
 
 impl Default for IndexOptions {
     fn default() -> Self {
-        Self { window: 2 }
+        Self {
+            window: 2,
+            span_vectors: true,
+        }
     }
 }
 
+/// The shortest span (characters) of `text::spans` for span scoring and span vectors.
+pub const SPAN_MIN_CHARS: usize = 40;
+
 /// The configuration part of the retrieval fingerprint: index schema, analyzer, window and
-/// embedding model. API keys and endpoints are deliberately not part of it.
-pub fn config_fingerprint(options: &IndexOptions, embedding: Option<(&str, usize)>) -> String {
+/// embedding model (id, dimensions and the outputs it stores). API keys and endpoints are
+/// deliberately not part of it.
+pub fn config_fingerprint(
+    options: &IndexOptions,
+    embedding: Option<&dyn EmbeddingProvider>,
+) -> String {
     let embedding = match embedding {
-        Some((model, dims)) => format!("{model}/{dims}"),
+        Some(e) => {
+            let o = e.outputs();
+            format!(
+                "{}/{}{}{}",
+                e.model_id(),
+                e.dims(),
+                if o.sparse { "+sparse" } else { "" },
+                if o.multivector { "+multivector" } else { "" }
+            )
+        }
         None => "none".to_owned(),
     };
     format!(
-        "schema={INDEX_SCHEMA_VERSION};analyzer={};fts=porter-unicode61;window={};embedding={embedding}",
+        "schema={INDEX_SCHEMA_VERSION};analyzer={};fts=porter-unicode61;window={};spans={};embedding={embedding}",
         text::ANALYZER_VERSION,
-        options.window
+        options.window,
+        if options.span_vectors { SPAN_MIN_CHARS } else { 0 },
     )
 }
 
@@ -85,6 +110,19 @@ pub(crate) fn derive(evidence: &Evidence) -> DerivedDoc {
 /// The text an embedding model sees for an event.
 pub(crate) fn embedding_text(evidence: &Evidence) -> String {
     format!("{}: {}", evidence.row.actor, evidence.row.text)
+}
+
+/// The texts an embedding model sees for the spans of an event, when it has more than one.
+pub(crate) fn span_texts(evidence: &Evidence) -> Vec<String> {
+    let row = &evidence.row;
+    let spans = text::spans(&row.text, SPAN_MIN_CHARS);
+    if spans.len() < 2 {
+        return Vec::new();
+    }
+    spans
+        .into_iter()
+        .map(|(a, b)| format!("{}: {}", row.actor, row.text[a..b].trim()))
+        .collect()
 }
 
 /// An FTS5 query matching any of `words` (each quoted; only alphanumeric words, which

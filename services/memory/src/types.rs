@@ -187,6 +187,14 @@ pub struct Signals {
     pub sparse: f32,
     /// Cosine of the query and event vectors.
     pub dense: f32,
+    /// Dot product of the query's and the event's learned sparse weights (0 without a
+    /// model that has them).
+    #[serde(default)]
+    pub learned: f32,
+    /// Multi-vector MaxSim of the query's and the event's token vectors (0 without a
+    /// model that has them).
+    #[serde(default)]
+    pub multivector: f32,
     /// The reranker's relevance, when a reranker re-scored this item
     /// ([`crate::rerank`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod bench;
+mod bge_m3;
 mod embeddings;
 // The test target always has `local-embeddings` (the crate's dev-dependency on itself).
 mod local;

@@ -169,3 +169,88 @@ pub async fn sync_aligns_every_space(store: Arc<dyn MemoryStore>) {
     assert_eq!(again.rows_indexed, 0);
     assert!(!again.rebuilt);
 }
+
+/// The model of a store for [`recall_uses_learned_sparse_and_token_vectors`]: feature
+/// hashing with learned-sparse-shaped weights and token vectors.
+pub fn multi_output_model() -> Arc<dyn crate::embed::EmbeddingProvider> {
+    Arc::new(crate::embed::HashEmbeddings::with_outputs(
+        64,
+        crate::embed::Outputs {
+            sparse: true,
+            multivector: true,
+        },
+    ))
+}
+
+/// Not in the macro (it needs a store built with [`multi_output_model`]): a model's learned
+/// sparse weights become a recall list and its token vectors score candidates by MaxSim,
+/// from what the index build stored, and again after the store is reopened (`reopened`:
+/// a second store over the same data, e.g. after a restart).
+pub async fn recall_uses_learned_sparse_and_token_vectors(
+    store: Arc<dyn MemoryStore>,
+    reopened: impl std::future::Future<Output = Arc<dyn MemoryStore>>,
+) {
+    store.append(sample_conversation(SPACE)).await.unwrap();
+    let check = |recall: crate::Recall| {
+        assert_eq!(recall.items[0].source_id, "s2:1", "{:?}", recall.items);
+        let best = recall.items[0].signals;
+        assert!(best.learned > 0.0, "{best:?}");
+        // Every query token is one of the event's tokens: MaxSim ≈ 1 (i8 quantization).
+        assert!(best.multivector > 0.95, "{best:?}");
+        let hiking = recall.items.iter().find(|i| i.source_id == "s1:1");
+        if let Some(other) = hiking {
+            assert!(other.signals.multivector < 0.9, "{:?}", other.signals);
+            assert_eq!(other.signals.learned, 0.0);
+        }
+        // Learned sparse postings are one more candidate list (with the BM25 one).
+        assert!(recall.stats.sparse > 0);
+    };
+    check(
+        store
+            .recall(&query("baking sourdough bread"))
+            .await
+            .unwrap(),
+    );
+    drop(store);
+    let store = reopened.await;
+    check(
+        store
+            .recall(&query("baking sourdough bread"))
+            .await
+            .unwrap(),
+    );
+    let status = store.status(SPACE).await.unwrap();
+    assert!(
+        status.fingerprint.contains("+sparse+multivector"),
+        "{status:?}"
+    );
+}
+
+/// Not in the macro (it needs two stores with a dense model, `with` embedding spans and
+/// `without`): an event of several sentences is as close to a query as its closest
+/// sentence, so span vectors raise its dense signal above the whole event's.
+pub async fn span_vectors_score_the_closest_sentence(
+    with: Arc<dyn MemoryStore>,
+    without: Arc<dyn MemoryStore>,
+) {
+    let long = NewEvidence {
+        text: "I repaired the old bicycle in the garage yesterday afternoon, it took hours. \
+               Then we cooked a large pot of vegetable soup for the neighbours."
+            .into(),
+        source_id: "long:1".into(),
+        ..sample_conversation(SPACE).remove(0)
+    };
+    let mut dense = Vec::new();
+    for store in [&with, &without] {
+        store.append(vec![long.clone()]).await.unwrap();
+        let recall = store.recall(&query("vegetable soup")).await.unwrap();
+        let item = &recall.items[0];
+        assert_eq!(item.source_id, "long:1");
+        assert!(item.text[item.span.0..item.span.1].contains("vegetable soup"));
+        dense.push(item.signals.dense);
+    }
+    assert!(
+        dense[0] > dense[1] + 0.1,
+        "with and without span vectors: {dense:?}"
+    );
+}

@@ -1,13 +1,14 @@
 //! Embedding providers: the [`EmbeddingProvider`] contract, the remote OpenAI-compatible
 //! client ([`RemoteEmbeddings`]), a deterministic feature-hashing provider
 //! ([`HashEmbeddings`], no model files; for tests and as a lexical-dense stand-in), and,
-//! behind the `local-embeddings` feature, local all-MiniLM-L6-v2 inference; and
+//! behind the `local-embeddings` feature, local BGE-M3 and all-MiniLM-L6-v2 inference; and
 //! [`select()`], the choice among them from the settings.
 //!
 //! A provider's [`model_id`](EmbeddingProvider::model_id) and dimensions are part of the
 //! retrieval fingerprint, so vectors of different models are never mixed; credentials
 //! never are.
 
+pub(crate) mod codec;
 mod hash;
 #[cfg(feature = "local-embeddings")]
 pub mod local;
@@ -16,17 +17,40 @@ mod select;
 
 pub use hash::HashEmbeddings;
 #[cfg(feature = "local-embeddings")]
-pub use local::LocalMiniLm;
+pub use local::{LocalBgeM3, LocalMiniLm};
 pub use remote::{RemoteEmbeddings, RemoteOptions};
 pub(crate) use select::check_http_url;
 pub use select::{
-    local_model_dir, local_model_installed, select, Level, Selection, Source, LOCAL_MODEL_DIR,
-    LOCAL_MODEL_FILES,
+    bge_m3_dir, bge_m3_missing, local_model_dir, local_model_installed, select, Level, Selection,
+    Source, BGE_M3_DIR, BGE_M3_FILES, LOCAL_MODEL_DIR, LOCAL_MODEL_FILES,
 };
 
 use async_trait::async_trait;
 
 use crate::Result;
+
+/// What a provider produces besides its dense vector (part of the fingerprint).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Outputs {
+    /// Learned sparse weights per vocabulary id (BGE-M3's lexical weights).
+    pub sparse: bool,
+    /// Token-level vectors for multi-vector (MaxSim) scoring, `dims` each unless
+    /// `token_dims` says otherwise.
+    pub multivector: bool,
+}
+
+/// Everything a provider gives for one text.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Encoding {
+    /// The dense vector (`dims` values).
+    pub dense: Vec<f32>,
+    /// Learned sparse weights: (vocabulary id, weight > 0), each id once, sorted by id.
+    /// Empty unless the provider's [`Outputs::sparse`].
+    pub sparse: Vec<(u32, f32)>,
+    /// Unit-length token vectors, in token order (specials excluded). Empty unless the
+    /// provider's [`Outputs::multivector`].
+    pub tokens: Vec<Vec<f32>>,
+}
 
 /// Turns texts into vectors.
 #[async_trait]
@@ -39,4 +63,23 @@ pub trait EmbeddingProvider: Send + Sync + 'static {
 
     /// One vector per text, in order.
     async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>>;
+
+    /// What [`encode`](Self::encode) fills besides the dense vector. Default: nothing.
+    fn outputs(&self) -> Outputs {
+        Outputs::default()
+    }
+
+    /// One encoding per text, in order: the dense vector plus the [`Outputs`] the provider
+    /// has. The default wraps [`embed`](Self::embed).
+    async fn encode(&self, texts: &[String]) -> Result<Vec<Encoding>> {
+        Ok(self
+            .embed(texts)
+            .await?
+            .into_iter()
+            .map(|dense| Encoding {
+                dense,
+                ..Encoding::default()
+            })
+            .collect())
+    }
 }

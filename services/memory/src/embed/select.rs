@@ -1,10 +1,14 @@
 //! Which embedding provider a store gets, from the settings (`memory_embeddings` and the
 //! user's `memory_bge_*`): the one selection the product and the benchmark share.
 //!
+//! Locally, BGE-M3 (the reference model; its files placed in `<AppRoot>/cache/models/bge-m3`)
+//! is preferred over all-MiniLM-L6-v2; a BGE-M3 folder that is incomplete or does not load is
+//! a warning naming the folder, and MiniLM is used when installed.
+//!
 //! A provider that is configured but cannot be used (an invalid URL, unreadable model
 //! files) is a warning naming the setting, and the store runs lexical-only: memory never
-//! stops the backend. The local model is loaded here (about 90 MB read: call from a
-//! blocking context).
+//! stops the backend. Local models are loaded here (about 90 MB read for MiniLM, 2.3 GB
+//! for BGE-M3: call from a blocking context).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,12 +25,25 @@ pub const LOCAL_MODEL_DIR: &str = "all-MiniLM-L6-v2";
 /// with, see `local`).
 pub const LOCAL_MODEL_FILES: [&str; 3] = ["config.json", "model.safetensors", "vocab.txt"];
 
+/// BGE-M3's folder name under `<AppRoot>/cache/models`.
+pub const BGE_M3_DIR: &str = "bge-m3";
+
+/// Files BGE-M3 needs: each entry lists accepted names, the first present is read.
+pub const BGE_M3_FILES: [&[&str]; 5] = [
+    &["config.json"],
+    &["tokenizer.json"],
+    &["model.safetensors", "pytorch_model.bin"],
+    &["colbert_linear.safetensors", "colbert_linear.pt"],
+    &["sparse_linear.safetensors", "sparse_linear.pt"],
+];
+
 /// Where the selection came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     /// The `memory_bge_*` endpoint.
     Remote,
-    /// The local all-MiniLM-L6-v2.
+    /// A local model: BGE-M3 when placed, else all-MiniLM-L6-v2 (the provider's
+    /// `model_id` says which).
     Local,
     /// None: lexical recall only.
     None,
@@ -72,6 +89,20 @@ pub fn local_model_installed(dir: &Path) -> bool {
     LOCAL_MODEL_FILES.iter().all(|f| dir.join(f).is_file())
 }
 
+/// `<app_root>/cache/models/bge-m3`.
+pub fn bge_m3_dir(app_root: &Path) -> PathBuf {
+    app_root.join("cache").join("models").join(BGE_M3_DIR)
+}
+
+/// The [`BGE_M3_FILES`] entries with no file in `dir` (alternatives joined by " or ").
+pub fn bge_m3_missing(dir: &Path) -> Vec<String> {
+    BGE_M3_FILES
+        .iter()
+        .filter(|names| !names.iter().any(|f| dir.join(f).is_file()))
+        .map(|names| names.join(" or "))
+        .collect()
+}
+
 /// Chooses the provider (see the module docs) and logs the outcome's message.
 pub fn select(models: &MemoryModels, app_root: &Path) -> Selection {
     let selection = choose(models, app_root);
@@ -92,6 +123,7 @@ pub fn select(models: &MemoryModels, app_root: &Path) -> Selection {
 
 fn choose(models: &MemoryModels, app_root: &Path) -> Selection {
     let dir = local_model_dir(app_root);
+    let placed = bge_m3_dir(app_root).exists() || local_model_installed(&dir);
     match models.embeddings {
         MemoryEmbeddings::None => none(
             Level::Info,
@@ -106,15 +138,16 @@ fn choose(models: &MemoryModels, app_root: &Path) -> Selection {
                     .into(),
             ),
         },
-        MemoryEmbeddings::Local => local(&dir),
+        MemoryEmbeddings::Local => local(app_root),
         MemoryEmbeddings::Auto if models.bge_base_url.is_some() => remote(models),
-        MemoryEmbeddings::Auto if local_model_installed(&dir) => local(&dir),
+        MemoryEmbeddings::Auto if placed => local(app_root),
         MemoryEmbeddings::Auto => none(
             Level::Info,
             format!(
-                "no memory embedding model: recall is lexical only (install the local model \
-                 into {} with `lumina-backend memory install-model`, or set \
-                 memory_bge_base_url)",
+                "no memory embedding model: recall is lexical only (place BGE-M3 in {}, or \
+                 install the local model into {} with `lumina-backend memory install-model`, \
+                 or set memory_bge_base_url)",
+                bge_m3_dir(app_root).display(),
                 dir.display()
             ),
         ),
@@ -172,49 +205,93 @@ pub(crate) fn check_http_url(url: &str) -> Result<(), String> {
     }
 }
 
+/// BGE-M3 when its folder is complete and loads, else MiniLM (with a warning about BGE-M3
+/// when its folder exists).
 #[cfg(feature = "local-embeddings")]
-fn local(dir: &Path) -> Selection {
+fn local(app_root: &Path) -> Selection {
+    let bge = bge_m3_dir(app_root);
+    let missing = bge_m3_missing(&bge);
+    let problem = if !bge.exists() {
+        None
+    } else if !missing.is_empty() {
+        Some(format!(
+            "the BGE-M3 folder {} is incomplete ({} missing)",
+            bge.display(),
+            missing.join(", ")
+        ))
+    } else {
+        match super::LocalBgeM3::load(&bge) {
+            Ok(model) => return local_provider(Arc::new(model), None),
+            Err(err) => Some(format!(
+                "the BGE-M3 model in {} did not load ({err})",
+                bge.display()
+            )),
+        }
+    };
+    let minilm = minilm(&local_model_dir(app_root));
+    match (problem, minilm) {
+        (None, Ok(model)) => local_provider(model, None),
+        (None, Err(reason)) => none(
+            Level::Warn,
+            format!(
+                "memory_embeddings: {reason}: recall is lexical only; run `lumina-backend \
+                 memory install-model`"
+            ),
+        ),
+        (Some(problem), Ok(model)) => local_provider(
+            model,
+            Some(format!(
+                "memory_embeddings: {problem}: using {LOCAL_MODEL_DIR} instead"
+            )),
+        ),
+        (Some(problem), Err(reason)) => none(
+            Level::Warn,
+            format!("memory_embeddings: {problem}, and {reason}: recall is lexical only"),
+        ),
+    }
+}
+
+#[cfg(feature = "local-embeddings")]
+fn local_provider(provider: Arc<dyn EmbeddingProvider>, warning: Option<String>) -> Selection {
+    Selection {
+        provider: Some(provider),
+        source: Source::Local,
+        message: warning.map(|w| (Level::Warn, w)),
+    }
+}
+
+/// all-MiniLM-L6-v2 from `dir`, or why not.
+#[cfg(feature = "local-embeddings")]
+fn minilm(dir: &Path) -> Result<Arc<dyn EmbeddingProvider>, String> {
     let missing: Vec<&str> = LOCAL_MODEL_FILES
         .iter()
         .copied()
         .filter(|f| !dir.join(f).is_file())
         .collect();
     if !missing.is_empty() {
-        return none(
-            Level::Warn,
-            format!(
-                "memory_embeddings: the local model is not installed ({} missing in {}): \
-                 recall is lexical only; run `lumina-backend memory install-model`",
-                missing.join(", "),
-                dir.display()
-            ),
-        );
+        return Err(format!(
+            "the local model is not installed ({} missing in {})",
+            missing.join(", "),
+            dir.display()
+        ));
     }
     match super::LocalMiniLm::load(dir) {
-        Ok(model) => Selection {
-            provider: Some(Arc::new(model)),
-            source: Source::Local,
-            message: None,
-        },
-        Err(err) => none(
-            Level::Warn,
-            format!(
-                "memory_embeddings: the local model in {} did not load ({err}): recall is \
-                 lexical only; reinstall it with `lumina-backend memory install-model`",
-                dir.display()
-            ),
-        ),
+        Ok(model) => Ok(Arc::new(model)),
+        Err(err) => Err(format!(
+            "the local model in {} did not load ({err})",
+            dir.display()
+        )),
     }
 }
 
 #[cfg(not(feature = "local-embeddings"))]
-fn local(dir: &Path) -> Selection {
+fn local(app_root: &Path) -> Selection {
     none(
         Level::Warn,
         format!(
             "memory_embeddings: this build has no local model support (feature \
-             local-embeddings), so the model in {} is not used: recall is lexical only",
-            dir.display()
+             local-embeddings), so the models in {} are not used: recall is lexical only",
+            app_root.join("cache").join("models").display()
         ),
     )
 }

@@ -12,8 +12,8 @@ use tracing::info;
 
 use super::lock::BuildLock;
 use super::{index, ledger, PgMemory};
-use crate::derive::embedding_text;
-use crate::{BuildLimits, IndexStatus, LedgerHead, Result, SyncReport};
+use crate::embed::codec::vector_rows;
+use crate::{BuildLimits, Evidence, IndexStatus, LedgerHead, Result, SyncReport};
 
 /// What the alignment check found and did.
 #[derive(Debug, Clone)]
@@ -210,14 +210,13 @@ async fn index_space(
         };
         let vectors = match &store.inner.embedder {
             Some(embedder) => {
-                let texts: Vec<String> =
-                    batch.iter().map(|r| embedding_text(&r.evidence)).collect();
-                let embedded = embedder.embed(&texts).await?;
-                batch
-                    .iter()
-                    .map(|r| r.evidence.event_id)
-                    .zip(embedded)
-                    .collect()
+                let events: Vec<&Evidence> = batch.iter().map(|r| &r.evidence).collect();
+                vector_rows(
+                    embedder.as_ref(),
+                    &events,
+                    store.inner.options.index.span_vectors,
+                )
+                .await?
             }
             None => Vec::new(),
         };

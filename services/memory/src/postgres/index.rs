@@ -6,6 +6,7 @@
 use tokio_postgres::{Client, GenericClient};
 
 use super::db::{check_fence, from_int, parse_vector, to_int, vector_text, PgResultExt};
+use crate::embed::codec::VectorRow;
 use crate::{now_ms, LedgerHead, Result};
 
 /// The published (generation, fingerprint) of a tenant.
@@ -186,7 +187,7 @@ pub(crate) struct Batch<'a> {
     pub space: &'a str,
     pub last: &'a LedgerHead,
     pub rows: Vec<(u64, String)>,
-    pub vectors: Vec<(u64, Vec<f32>)>,
+    pub vectors: Vec<VectorRow>,
     /// The index window (turns on each side).
     pub window: usize,
 }
@@ -227,22 +228,26 @@ pub(crate) async fn apply_batch(
     check_fence(&tx, tenant, batch.space, fence).await?;
     let insert = tx
         .prepare(
-            "INSERT INTO memory_vectors (tenant, generation, space, event_id, dims, embedding) \
-             VALUES ($1, $2, $3, $4, $5, $6::text::vector) ON CONFLICT DO NOTHING",
+            "INSERT INTO memory_vectors \
+             (tenant, generation, space, event_id, dims, embedding, sparse, tokens, spans) \
+             VALUES ($1, $2, $3, $4, $5, $6::text::vector, $7, $8, $9) ON CONFLICT DO NOTHING",
         )
         .await
         .pg("prepare vector insert")?;
-    for (id, v) in &batch.vectors {
-        let dims = i32::try_from(v.len()).unwrap_or(i32::MAX);
+    for v in &batch.vectors {
+        let dims = i32::try_from(v.dense.len()).unwrap_or(i32::MAX);
         tx.execute(
             &insert,
             &[
                 &tenant,
                 &g,
                 &batch.space,
-                &to_int(*id, "event id")?,
+                &to_int(v.event_id, "event id")?,
                 &dims,
-                &vector_text(v),
+                &vector_text(&v.dense),
+                &v.sparse,
+                &v.tokens,
+                &v.spans,
             ],
         )
         .await
@@ -358,10 +363,10 @@ pub(crate) async fn vectors(
     tenant: &str,
     generation: u64,
     space: &str,
-) -> Result<Vec<(u64, Vec<f32>)>> {
+) -> Result<Vec<VectorRow>> {
     let rows = c
         .query(
-            "SELECT event_id, embedding::text FROM memory_vectors \
+            "SELECT event_id, embedding::text, sparse, tokens, spans FROM memory_vectors \
              WHERE tenant = $1 AND generation = $2 AND space = $3",
             &[&tenant, &to_int(generation, "generation")?, &space],
         )
@@ -369,9 +374,14 @@ pub(crate) async fn vectors(
         .pg("load vectors")?;
     rows.iter()
         .map(|r| {
-            let id = from_int(r.try_get(0).pg("vector row")?, "event id")?;
             let text: String = r.try_get(1).pg("vector row")?;
-            Ok((id, parse_vector(&text)?))
+            Ok(VectorRow {
+                event_id: from_int(r.try_get(0).pg("vector row")?, "event id")?,
+                dense: parse_vector(&text)?,
+                sparse: r.try_get(2).pg("vector row")?,
+                tokens: r.try_get(3).pg("vector row")?,
+                spans: r.try_get(4).pg("vector row")?,
+            })
         })
         .collect()
 }

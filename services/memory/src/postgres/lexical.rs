@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::derive::{derive, EDGE_CONCEPT, EDGE_CONTEXT, FIELD_BODY, FIELD_WINDOW};
+use crate::embed::codec::VectorRow;
 use crate::retrieve::snapshot::SnapshotParts;
 use crate::semantic::overlay::Overlay;
 use crate::Evidence;
@@ -16,7 +17,7 @@ use crate::Evidence;
 /// its vectors. `window` is the index option of the same name.
 pub(crate) fn snapshot_parts(
     mut rows: Vec<Evidence>,
-    vectors: Vec<(u64, Vec<f32>)>,
+    vectors: Vec<VectorRow>,
     window: usize,
 ) -> SnapshotParts {
     // Context order: (context, turn order, event id), as the SQLite store loads its docs.

@@ -185,10 +185,7 @@ impl PgMemory {
         options: PgMemoryOptions,
         embedder: Option<Arc<dyn EmbeddingProvider>>,
     ) -> Self {
-        let fingerprint = config_fingerprint(
-            &options.index,
-            embedder.as_ref().map(|e| (e.model_id(), e.dims())),
-        );
+        let fingerprint = config_fingerprint(&options.index, embedder.as_deref());
         Self {
             inner: Arc::new(Inner {
                 pool,
@@ -389,39 +386,40 @@ impl MemoryStore for PgMemory {
                 "a recall needs a space and max_items > 0".into(),
             ));
         }
-        // 1. Alignment check (catches up or rebuilds when needed).
-        let aligned = build::align(self, &query.space).await?;
-        // 2. Query encoding.
-        let dense = match &self.inner.embedder {
-            Some(e) => e
-                .embed(std::slice::from_ref(&query.text))
-                .await?
-                .into_iter()
-                .next(),
-            None => None,
-        };
-        let encoded = retrieve::encode(&query.text, dense);
-        let view = self
-            .snapshot(&query.space, aligned.generation, &aligned.indexed)
-            .await?;
+        // 1. Alignment check, the snapshot and the full-text candidates, while 2. the model
+        // encodes the query (on its own thread: CPU-bound).
+        let lexical_query = retrieve::encode(&query.text);
         let o = &self.inner.options.retrieval;
+        let recall_lexical = async {
+            let aligned = build::align(self, &query.space).await?;
+            let view = self
+                .snapshot(&query.space, aligned.generation, &aligned.indexed)
+                .await?;
+            let c = self.client().await?;
+            let words = lexical::query_words(&lexical_query.fulltext);
+            let fulltext = fulltext::fulltext(
+                &**c,
+                self.tenant(),
+                &fulltext::FulltextQuery {
+                    generation: aligned.generation,
+                    space: &query.space,
+                    until: aligned.indexed.last_event_id,
+                    words: &words,
+                    stats: view.fulltext_stats,
+                    window_weight: f64::from(o.window_weight),
+                    limit: o.candidates,
+                },
+            )
+            .await?;
+            Ok::<_, Error>((aligned, view, fulltext))
+        };
+        let ((aligned, view, fulltext), model) = tokio::try_join!(
+            recall_lexical,
+            retrieve::model_encoding(self.inner.embedder.as_deref(), &query.text),
+        )?;
+        let encoded = lexical_query.with_model(model);
+        // 3. Dense candidates through HNSW above the threshold (exact below: in `rank`).
         let mut c = self.client().await?;
-        // 3. The backend's candidate lists: full text, and HNSW above the threshold.
-        let words = lexical::query_words(&encoded.fulltext);
-        let fulltext = fulltext::fulltext(
-            &**c,
-            self.tenant(),
-            &fulltext::FulltextQuery {
-                generation: aligned.generation,
-                space: &query.space,
-                until: aligned.indexed.last_event_id,
-                words: &words,
-                stats: view.fulltext_stats,
-                window_weight: f64::from(o.window_weight),
-                limit: o.candidates,
-            },
-        )
-        .await?;
         let ann = match &encoded.dense {
             Some(v) if aligned.indexed.rows >= self.inner.options.exact_threshold as u64 => {
                 match index::hnsw_index(&**c, self.tenant(), aligned.generation, &query.space)

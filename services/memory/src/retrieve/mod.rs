@@ -17,6 +17,7 @@ use serde::{Deserialize, Serialize};
 pub use organize::{conflict_note, render};
 use snapshot::Snapshot;
 
+use crate::embed::{EmbeddingProvider, Encoding};
 use crate::rerank::Reranker;
 use crate::{text, Recall, RecallQuery, RecallStats, RecalledItem, Signals};
 
@@ -34,6 +35,9 @@ pub struct RetrievalOptions {
     pub fulltext_weight: f32,
     /// Fusion weight of the sparse (BM25) list. Default 1.0.
     pub sparse_weight: f32,
+    /// Fusion weight of the learned sparse list (a model's lexical weights, e.g.
+    /// BGE-M3's; without such a model the list is empty). Default 1.0.
+    pub learned_weight: f32,
     /// Fusion weight of the dense list. Default 0.25: with all-MiniLM-L6-v2 on LoCoMo dev,
     /// equal weight (1.0) cost 2 points of R@10 against lexical-only, 0.25 gained 2.
     pub dense_weight: f32,
@@ -71,7 +75,7 @@ pub struct RetrievalOptions {
     pub span_dense: f32,
     /// See `span_dense`.
     pub span_sparse: f32,
-    /// See `span_dense` (no provider here produces token vectors yet).
+    /// See `span_dense`: the weight of multi-vector MaxSim (models with token vectors).
     pub span_multivector: f32,
     /// Weight of query-term coverage in evidence selection (0 = pure relevance).
     pub coverage_weight: f32,
@@ -84,6 +88,7 @@ impl Default for RetrievalOptions {
             rrf_k: 60.0,
             fulltext_weight: 1.0,
             sparse_weight: 1.0,
+            learned_weight: 1.0,
             dense_weight: 0.25,
             k1: 1.2,
             b: 0.4,
@@ -115,22 +120,52 @@ pub(crate) struct EncodedQuery {
     pub fulltext: String,
     /// The query vector, when an embedding provider is configured.
     pub dense: Option<Vec<f32>>,
+    /// The model's learned sparse weights (empty without them).
+    pub sparse: Vec<(u32, f32)>,
+    /// The model's token vectors (empty without them).
+    pub tokens: Vec<Vec<f32>>,
 }
 
-/// Query encoding: analyzer terms, the full-text query and (given) the dense vector.
-pub(crate) fn encode(query_text: &str, dense: Option<Vec<f32>>) -> EncodedQuery {
+/// Query encoding, the lexical part: analyzer terms and the full-text query.
+pub(crate) fn encode(query_text: &str) -> EncodedQuery {
     let mut terms = text::terms(query_text);
     let mut seen = std::collections::HashSet::new();
     terms.retain(|t| seen.insert(t.clone()));
     EncodedQuery {
         fulltext: crate::derive::fts_query(&text::content_words(query_text)),
         terms,
-        dense: dense.map(|mut v| {
+        ..EncodedQuery::default()
+    }
+}
+
+impl EncodedQuery {
+    /// Adds the model's part of the query encoding (the dense vector is normalized).
+    pub(crate) fn with_model(mut self, model: Option<Encoding>) -> Self {
+        let Some(model) = model else {
+            return self;
+        };
+        if !model.dense.is_empty() {
+            let mut v = model.dense;
             let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
             v.iter_mut().for_each(|x| *x /= norm);
-            v
-        }),
+            self.dense = Some(v);
+        }
+        self.sparse = model.sparse;
+        self.tokens = model.tokens;
+        self
     }
+}
+
+/// Query encoding, the model's part (when the store has a model). Runs while the store
+/// aligns its indexes and reads the lexical candidates.
+pub(crate) async fn model_encoding(
+    embedder: Option<&dyn EmbeddingProvider>,
+    query_text: &str,
+) -> crate::Result<Option<Encoding>> {
+    let Some(e) = embedder else {
+        return Ok(None);
+    };
+    Ok(e.encode(&[query_text.to_owned()]).await?.into_iter().next())
 }
 
 /// One candidate's signals while it moves through the pipeline.
@@ -140,6 +175,8 @@ struct Candidate {
     graph: f32,
     sparse: f32,
     dense: f32,
+    learned: f32,
+    multivector: f32,
     /// The reranker's relevance, when it scored this candidate.
     rerank: Option<f32>,
     span: (usize, usize),
@@ -191,8 +228,13 @@ pub(crate) fn rank(
         (Some(v), None) if snap.dims == v.len() => top(dense_scores(snap, v), options.candidates),
         _ => Vec::new(),
     };
+    let learned_scores = learned_scores(snap, &q.sparse);
+    let learned = top(
+        learned_scores.iter().map(|(&d, &s)| (d, s)).collect(),
+        options.candidates,
+    );
     stats.fulltext = fulltext.len();
-    stats.sparse = sparse.len();
+    stats.sparse = sparse.len() + learned.len();
     stats.dense = dense.len();
 
     // Reciprocal-rank fusion.
@@ -202,6 +244,10 @@ pub(crate) fn rank(
         (
             sparse.iter().map(|&(d, _)| d).collect(),
             options.sparse_weight,
+        ),
+        (
+            learned.iter().map(|&(d, _)| d).collect(),
+            options.learned_weight,
         ),
         (
             dense.iter().map(|&(d, _)| d).collect(),
@@ -241,14 +287,26 @@ pub(crate) fn rank(
         c.span = span;
         if let (Some(qv), Some(dv)) = (&q.dense, snap.vector(doc)) {
             c.dense = qv.iter().zip(dv).map(|(a, b)| a * b).sum();
+            // Span vectors: the event is as close as its closest sentence, and without
+            // a lexical match that sentence is the span shown.
+            if let Some((i, cosine)) = snap.best_dense_span(doc, qv) {
+                c.dense = c.dense.max(cosine);
+                if score == 0.0 {
+                    c.span = snap.docs[doc as usize].spans[i].0;
+                }
+            }
         }
+        c.learned = learned_scores.get(&doc).copied().unwrap_or(0.0);
+        c.multivector = snap.maxsim(doc, &q.tokens);
     }
     let max =
         |f: fn(&Candidate) -> f32| candidates.values().map(f).fold(0.0f32, f32::max).max(1e-12);
     let (max_fused, max_graph, max_sparse) =
         (max(|c| c.fused), max(|c| c.graph), max(|c| c.sparse));
     for c in candidates.values_mut() {
-        let span = options.span_dense * c.dense + options.span_sparse * c.sparse / max_sparse;
+        let span = options.span_dense * c.dense
+            + options.span_sparse * c.sparse / max_sparse
+            + options.span_multivector * c.multivector;
         c.score = options.fused_weight * c.fused / max_fused
             + options.graph_weight * c.graph / max_graph
             + options.span_weight * span;
@@ -319,6 +377,8 @@ fn finish(
                     graph: c.graph,
                     sparse: c.sparse,
                     dense: c.dense,
+                    learned: c.learned,
+                    multivector: c.multivector,
                     rerank: c.rerank,
                 },
             }
@@ -387,6 +447,18 @@ fn sparse_scores(snap: &Snapshot, terms: &[u32], o: &RetrievalOptions) -> Vec<(u
         }
     }
     acc.into_iter().collect()
+}
+
+/// Learned sparse scores: the dot product of the query's and each doc's weights, for
+/// every doc sharing a vocabulary id with the query.
+fn learned_scores(snap: &Snapshot, query: &[(u32, f32)]) -> HashMap<u32, f32> {
+    let mut acc: HashMap<u32, f32> = HashMap::new();
+    for (id, qw) in query {
+        for &(doc, dw) in snap.learned.get(id).map_or(&[][..], Vec::as_slice) {
+            *acc.entry(doc).or_default() += qw * dw;
+        }
+    }
+    acc
 }
 
 fn dense_scores(snap: &Snapshot, q: &[f32]) -> Vec<(u32, f32)> {

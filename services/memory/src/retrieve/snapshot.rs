@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use super::RetrievalOptions;
 use crate::derive::{EDGE_CONCEPT, EDGE_CONTEXT, EDGE_NODE};
+use crate::embed::codec::{decode_extras, decode_quantized, VectorRow, SCALE};
 use crate::semantic::overlay::{ConflictNote, Overlay};
 use crate::{text, time, Evidence};
 
@@ -61,6 +62,20 @@ pub(crate) struct Snapshot {
     /// Row-major unit vectors, `dims` per doc (zeros for a doc without one).
     pub vectors: Vec<f32>,
     pub dims: usize,
+    /// Learned sparse postings (model vocabulary id → (doc, weight)), when the model has
+    /// them.
+    pub learned: HashMap<u32, Vec<(u32, f32)>>,
+    /// Every doc's token vectors, i8-quantized (`codec`), `token_dims` values each.
+    pub tokens: Vec<i8>,
+    pub token_dims: usize,
+    /// Per doc: (first token, token count) in `tokens`.
+    pub token_ranges: Vec<(usize, usize)>,
+    /// Dense vectors (i8-quantized, `dims` each) of the spans of docs with several, in
+    /// span order.
+    pub span_vectors: Vec<i8>,
+    /// Per doc: (first span vector, count) in `span_vectors`; the count is 0 or the
+    /// doc's number of spans.
+    pub span_ranges: Vec<(usize, usize)>,
     /// Documents containing each term in either field (BM25F's document frequency).
     pub any_df: HashMap<u32, u32>,
     /// Event id → pending or superseded nodes citing it.
@@ -72,7 +87,7 @@ pub(crate) struct SnapshotParts {
     pub docs: Vec<(Evidence, u32, u32)>,
     pub postings: Vec<(String, i64, u64, u32)>,
     pub edges: Vec<(u64, String, i64)>,
-    pub vectors: Vec<(u64, Vec<f32>)>,
+    pub vectors: Vec<VectorRow>,
     /// What the space's semantic nodes add (graph edges, conflict notes).
     pub overlay: Overlay,
 }
@@ -143,7 +158,7 @@ impl Snapshot {
             .iter()
             .filter_map(|t| s.vocab.get(t).copied())
             .collect();
-            doc.spans = text::spans(&row.text, 40)
+            doc.spans = text::spans(&row.text, crate::derive::SPAN_MIN_CHARS)
                 .into_iter()
                 .map(|(a, b)| {
                     let mut ids: Vec<u32> = text::terms(&row.text[a..b])
@@ -159,20 +174,121 @@ impl Snapshot {
         edges.extend(parts.overlay.edges);
         s.graph = build_graph(&s.docs, &edges, &s.by_event, options);
         s.conflicts = parts.overlay.notes;
-        if let Some(dims) = parts.vectors.first().map(|(_, v)| v.len()) {
-            s.dims = dims;
-            s.vectors = vec![0.0; dims * n];
-            for (event_id, v) in parts.vectors {
-                if let (Some(&doc), true) = (s.by_event.get(&event_id), v.len() == dims) {
-                    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
-                    let at = doc as usize * dims;
-                    for (slot, x) in s.vectors[at..at + dims].iter_mut().zip(v) {
-                        *slot = x / norm;
-                    }
+        s.add_vectors(parts.vectors);
+        s
+    }
+
+    /// Dense vectors (normalized), learned sparse postings and token vectors of the docs.
+    fn add_vectors(&mut self, rows: Vec<VectorRow>) {
+        let n = self.docs.len();
+        self.token_ranges = vec![(0, 0); n];
+        self.span_ranges = vec![(0, 0); n];
+        let Some(dims) = rows.first().map(|r| r.dense.len()) else {
+            return;
+        };
+        self.dims = dims;
+        self.vectors = vec![0.0; dims * n];
+        for row in rows {
+            let Some(&doc) = self.by_event.get(&row.event_id) else {
+                continue;
+            };
+            if row.dense.len() == dims {
+                let norm = row
+                    .dense
+                    .iter()
+                    .map(|x| x * x)
+                    .sum::<f32>()
+                    .sqrt()
+                    .max(1e-12);
+                let at = doc as usize * dims;
+                for (slot, x) in self.vectors[at..at + dims].iter_mut().zip(&row.dense) {
+                    *slot = x / norm;
+                }
+            }
+            // Derived data that does not decode is skipped (a rebuild restores it).
+            if let Some(spans) = row.spans.as_deref().and_then(|b| decode_quantized(b).ok()) {
+                if spans.dims == dims && spans.count() == self.docs[doc as usize].spans.len() {
+                    self.span_ranges[doc as usize] =
+                        (self.span_vectors.len() / dims, spans.count());
+                    self.span_vectors.extend(spans.data);
+                }
+            }
+            let extras = match decode_extras(row.sparse.as_deref(), row.tokens.as_deref()) {
+                Ok(extras) => extras,
+                Err(err) => {
+                    tracing::warn!(event_id = row.event_id, error = %err, "skipping stored vectors");
+                    continue;
+                }
+            };
+            for (id, w) in extras.sparse.unwrap_or_default() {
+                if w > 0.0 {
+                    self.learned.entry(id).or_default().push((doc, w));
+                }
+            }
+            if let Some(q) = extras.tokens.filter(|q| q.count() > 0) {
+                if self.token_dims == 0 {
+                    self.token_dims = q.dims;
+                }
+                if q.dims == self.token_dims {
+                    let start = self.tokens.len() / self.token_dims;
+                    self.token_ranges[doc as usize] = (start, q.count());
+                    self.tokens.extend(q.data);
                 }
             }
         }
-        s
+    }
+
+    /// The best span of a doc by the cosine of its span vector with `query` (unit length):
+    /// (span index, cosine); `None` when the doc has no span vectors.
+    pub fn best_dense_span(&self, doc: u32, query: &[f32]) -> Option<(usize, f32)> {
+        let (start, count) = self
+            .span_ranges
+            .get(doc as usize)
+            .copied()
+            .unwrap_or((0, 0));
+        let d = self.dims;
+        if count == 0 || query.len() != d {
+            return None;
+        }
+        self.span_vectors[start * d..(start + count) * d]
+            .chunks_exact(d)
+            .map(|v| {
+                query
+                    .iter()
+                    .zip(v)
+                    .map(|(a, &b)| a * f32::from(b))
+                    .sum::<f32>()
+                    / SCALE
+            })
+            .enumerate()
+            .max_by(|a, b| a.1.total_cmp(&b.1))
+    }
+
+    /// Multi-vector MaxSim of `query` token vectors (unit length) against a doc's: the
+    /// mean over query tokens of the best cosine with any of the doc's tokens (0 when
+    /// either side has none or their dimensions differ).
+    pub fn maxsim(&self, doc: u32, query: &[Vec<f32>]) -> f32 {
+        let (start, count) = self
+            .token_ranges
+            .get(doc as usize)
+            .copied()
+            .unwrap_or((0, 0));
+        let d = self.token_dims;
+        if count == 0 || query.is_empty() || query.iter().any(|q| q.len() != d) {
+            return 0.0;
+        }
+        let doc_tokens = &self.tokens[start * d..(start + count) * d];
+        let total: f32 = query
+            .iter()
+            .map(|q| {
+                doc_tokens
+                    .chunks_exact(d)
+                    .map(|t| q.iter().zip(t).map(|(a, &b)| a * f32::from(b)).sum::<f32>())
+                    .fold(f32::MIN, f32::max)
+                    / SCALE
+            })
+            .sum();
+        total / query.len() as f32
     }
 
     pub fn vector(&self, doc: u32) -> Option<&[f32]> {

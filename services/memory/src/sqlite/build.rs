@@ -10,8 +10,8 @@
 use tracing::info;
 
 use super::{Inner, SqliteMemory};
-use crate::derive::embedding_text;
-use crate::{BuildLimits, IndexStatus, LedgerHead, Result, SyncReport};
+use crate::embed::codec::vector_rows;
+use crate::{BuildLimits, Evidence, IndexStatus, LedgerHead, Result, SyncReport};
 
 /// What the alignment check found and did.
 #[derive(Debug, Clone)]
@@ -194,11 +194,15 @@ async fn index_space(
         }
         let vectors = match &store.inner.embedder {
             Some(embedder) => {
-                let texts: Vec<String> =
-                    batch.iter().map(|r| embedding_text(&r.evidence)).collect();
-                Some(embedder.embed(&texts).await?)
+                let events: Vec<&Evidence> = batch.iter().map(|r| &r.evidence).collect();
+                vector_rows(
+                    embedder.as_ref(),
+                    &events,
+                    store.inner.options.index.span_vectors,
+                )
+                .await?
             }
-            None => None,
+            None => Vec::new(),
         };
         let n = batch.len();
         let owned = space.to_owned();
@@ -208,7 +212,7 @@ async fn index_space(
                     generation,
                     &owned,
                     &batch,
-                    vectors.as_deref(),
+                    &vectors,
                     inner.options.index.window,
                 )
             })

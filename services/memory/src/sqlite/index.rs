@@ -16,6 +16,7 @@ use super::db::{from_sql_int, open, to_sql_int, DbResultExt};
 use super::ledger::LedgerRow;
 use super::windows::{insert_postings, refresh_windows};
 use crate::derive::{derive, EDGE_CONCEPT, EDGE_CONTEXT, FIELD_BODY};
+use crate::embed::codec::VectorRow;
 use crate::{now_ms, Error, LedgerHead, Result};
 
 const META_SCHEMA: &str = "
@@ -83,7 +84,10 @@ CREATE TABLE g{g}_edges (
 CREATE TABLE g{g}_vectors (
     event_id INTEGER PRIMARY KEY,
     space    TEXT    NOT NULL,
-    vector   BLOB    NOT NULL
+    vector   BLOB    NOT NULL,
+    sparse   BLOB,
+    tokens   BLOB,
+    spans    BLOB
 );
 "
     )
@@ -105,8 +109,8 @@ pub(crate) struct LoadedSpace {
     pub postings: Vec<(String, i64, u64, u32)>,
     /// (event id, node key, kind).
     pub edges: Vec<(u64, String, i64)>,
-    /// (event id, vector).
-    pub vectors: Vec<(u64, Vec<f32>)>,
+    /// Vectors by event.
+    pub vectors: Vec<VectorRow>,
 }
 
 /// The open index file.
@@ -263,7 +267,7 @@ impl IndexDb {
         generation: u64,
         space: &str,
         rows: &[LedgerRow],
-        vectors: Option<&[Vec<f32>]>,
+        vectors: &[VectorRow],
         window: usize,
     ) -> Result<()> {
         let Some(last) = rows.last() else {
@@ -315,14 +319,15 @@ impl IndexDb {
                 )
                 .db("insert edge")?;
             }
-            if let Some(vector) = vectors.and_then(|v| v.get(i)) {
-                let blob: Vec<u8> = vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+            if let Some(v) = vectors.get(i).filter(|v| v.event_id == e.event_id) {
+                let blob: Vec<u8> = v.dense.iter().flat_map(|x| x.to_le_bytes()).collect();
                 tx.execute(
                     &format!(
-                        "INSERT INTO {} (event_id, space, vector) VALUES (?1, ?2, ?3)",
+                        "INSERT INTO {} (event_id, space, vector, sparse, tokens, spans) \
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
                         table(g, "vectors")
                     ),
-                    params![id, space, blob],
+                    params![id, space, blob, v.sparse, v.tokens, v.spans],
                 )
                 .db("insert vector")?;
             }
@@ -448,22 +453,33 @@ impl IndexDb {
         let mut stmt = self
             .conn
             .prepare(&format!(
-                "SELECT event_id, vector FROM {} WHERE space = ?1",
+                "SELECT event_id, vector, sparse, tokens, spans FROM {} WHERE space = ?1",
                 table(g, "vectors")
             ))
             .db("prepare load vectors")?;
         let rows = stmt
             .query_map([space], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?))
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, Vec<u8>>(1)?,
+                    r.get::<_, Option<Vec<u8>>>(2)?,
+                    r.get::<_, Option<Vec<u8>>>(3)?,
+                    r.get::<_, Option<Vec<u8>>>(4)?,
+                ))
             })
             .db("load vectors")?;
         for r in rows {
-            let (id, blob) = r.db("vector row")?;
-            let vector = blob
-                .chunks_exact(4)
-                .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                .collect();
-            out.vectors.push((from_sql_int(id, "event id")?, vector));
+            let (id, blob, sparse, tokens, spans) = r.db("vector row")?;
+            out.vectors.push(VectorRow {
+                event_id: from_sql_int(id, "event id")?,
+                dense: blob
+                    .chunks_exact(4)
+                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+                    .collect(),
+                sparse,
+                tokens,
+                spans,
+            });
         }
         Ok(out)
     }

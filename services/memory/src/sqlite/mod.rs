@@ -114,10 +114,7 @@ impl SqliteMemory {
         std::fs::create_dir_all(&dir)?;
         let ledger = LedgerDb::open(&dir.join("ledger.sqlite"))?;
         let index = IndexDb::open(&dir.join("index.sqlite"))?;
-        let fingerprint = config_fingerprint(
-            &options.index,
-            embedder.as_ref().map(|e| (e.model_id(), e.dims())),
-        );
+        let fingerprint = config_fingerprint(&options.index, embedder.as_deref());
         Ok(Self {
             inner: Arc::new(Inner {
                 dir,
@@ -291,18 +288,13 @@ impl MemoryStore for SqliteMemory {
                 "a recall needs a space and max_items > 0".into(),
             ));
         }
-        // 1. Alignment check (catches up or rebuilds when needed).
-        let aligned = build::align(self, &query.space).await?;
-        // 2. Query encoding.
-        let dense = match &self.inner.embedder {
-            Some(e) => e
-                .embed(std::slice::from_ref(&query.text))
-                .await?
-                .into_iter()
-                .next(),
-            None => None,
-        };
-        let encoded = retrieve::encode(&query.text, dense);
+        // 1. Alignment check (catches up or rebuilds when needed), while 2. the model
+        // encodes the query.
+        let (aligned, model) = tokio::try_join!(
+            build::align(self, &query.space),
+            retrieve::model_encoding(self.inner.embedder.as_deref(), &query.text),
+        )?;
+        let encoded = retrieve::encode(&query.text).with_model(model);
         let owned = query.clone();
         let (snap, ranked) = self
             .blocking(move |inner| {

@@ -148,3 +148,42 @@ async fn dense_vectors_join_the_pipeline_and_a_model_change_rebuilds() {
     assert!(recall.stats.dense > 0);
     assert_eq!(recall.items[0].source_id, "s2:1");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn learned_sparse_and_token_vectors_score_candidates() {
+    use lumina_memory::conformance::{
+        multi_output_model, recall_uses_learned_sparse_and_token_vectors,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let open = || -> Arc<dyn MemoryStore> {
+        Arc::new(
+            SqliteMemory::open(
+                dir.path(),
+                SqliteOptions::default(),
+                Some(multi_output_model()),
+            )
+            .unwrap(),
+        )
+    };
+    recall_uses_learned_sparse_and_token_vectors(open(), async { open() }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn span_vectors_score_the_closest_sentence() {
+    let open = |spans: bool, dir: &std::path::Path| -> Arc<dyn MemoryStore> {
+        let options = SqliteOptions {
+            index: lumina_memory::derive::IndexOptions {
+                span_vectors: spans,
+                ..Default::default()
+            },
+            ..SqliteOptions::default()
+        };
+        Arc::new(SqliteMemory::open(dir, options, Some(Arc::new(HashEmbeddings::new(64)))).unwrap())
+    };
+    let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    lumina_memory::conformance::span_vectors_score_the_closest_sentence(
+        open(true, a.path()),
+        open(false, b.path()),
+    )
+    .await;
+}

