@@ -4,9 +4,11 @@
 //! - the **ledger** contract ([`MemoryStore`]): immutable evidence rows with checksums, a
 //!   per-space hash chain and idempotent ingestion by source id;
 //! - the **derived indexes** rebuilt from the ledger ([`mod@derive`]): full text (FTS5), a
-//!   BM25 sparse index with an event window field, an event/context/concept graph and
-//!   optional dense vectors, built by a resumable job with checkpoints and published
-//!   atomically, versioned by a retrieval fingerprint checked on every query;
+//!   BM25 sparse index with an event window field, an event/context/concept graph and,
+//!   with an embedding model, event and span dense vectors plus the model's learned
+//!   sparse weights and token vectors when it has them (BGE-M3), built by a resumable job
+//!   with checkpoints and published atomically, versioned by a retrieval fingerprint
+//!   checked on every query;
 //! - the **read path** ([`retrieve`]): one pipeline for every query, from the alignment
 //!   check to the organized context, every item carrying its source event id;
 //! - the **semantic compile** ([`semantic`]): nodes proposed by a model from new evidence,

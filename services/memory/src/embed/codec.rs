@@ -24,12 +24,15 @@ pub(crate) struct VectorRow {
 
 /// Encodes the events of an index batch (each as `derive::embedding_text`) into the rows
 /// to store; with `spans`, also the spans of events that have several
-/// (`derive::span_texts`), as dense vectors.
+/// (`derive::span_texts`), as dense vectors. No rows without a model.
 pub(crate) async fn vector_rows(
-    embedder: &dyn EmbeddingProvider,
-    events: &[&Evidence],
+    embedder: Option<&dyn EmbeddingProvider>,
+    events: Vec<&Evidence>,
     spans: bool,
 ) -> Result<Vec<VectorRow>> {
+    let Some(embedder) = embedder else {
+        return Ok(Vec::new());
+    };
     let texts: Vec<String> = events
         .iter()
         .map(|e| crate::derive::embedding_text(e))

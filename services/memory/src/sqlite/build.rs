@@ -11,7 +11,7 @@ use tracing::info;
 
 use super::{Inner, SqliteMemory};
 use crate::embed::codec::vector_rows;
-use crate::{BuildLimits, Evidence, IndexStatus, LedgerHead, Result, SyncReport};
+use crate::{BuildLimits, IndexStatus, LedgerHead, Result, SyncReport};
 
 /// What the alignment check found and did.
 #[derive(Debug, Clone)]
@@ -192,18 +192,12 @@ async fn index_space(
         if batch.is_empty() {
             return Ok((rows, false));
         }
-        let vectors = match &store.inner.embedder {
-            Some(embedder) => {
-                let events: Vec<&Evidence> = batch.iter().map(|r| &r.evidence).collect();
-                vector_rows(
-                    embedder.as_ref(),
-                    &events,
-                    store.inner.options.index.span_vectors,
-                )
-                .await?
-            }
-            None => Vec::new(),
-        };
+        let vectors = vector_rows(
+            store.inner.embedder.as_deref(),
+            batch.iter().map(|r| &r.evidence).collect(),
+            store.inner.options.index.span_vectors,
+        )
+        .await?;
         let n = batch.len();
         let owned = space.to_owned();
         store

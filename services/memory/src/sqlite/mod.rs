@@ -288,35 +288,48 @@ impl MemoryStore for SqliteMemory {
                 "a recall needs a space and max_items > 0".into(),
             ));
         }
-        // 1. Alignment check (catches up or rebuilds when needed), while 2. the model
-        // encodes the query.
-        let (aligned, model) = tokio::try_join!(
-            build::align(self, &query.space),
+        // 1. Alignment check (catches up or rebuilds when needed), the snapshot and the
+        // full-text candidates, while 2. the model encodes the query (both CPU-bound, on
+        // their own threads).
+        let lexical_query = retrieve::encode(&query.text);
+        let fts = lexical_query.fulltext.clone();
+        let space = query.space.clone();
+        let recall_lexical = async {
+            let aligned = build::align(self, &query.space).await?;
+            let at = (aligned.generation, aligned.indexed.clone());
+            let (snap, fulltext) = self
+                .blocking(move |inner| {
+                    let snap = Self::snapshot(inner, &space, at.0, &at.1)?;
+                    let o = &inner.options.retrieval;
+                    let fulltext = inner.index().fulltext(
+                        at.0,
+                        &space,
+                        &fts,
+                        f64::from(o.window_weight),
+                        o.candidates,
+                    )?;
+                    Ok((snap, fulltext))
+                })
+                .await?;
+            Ok::<_, Error>((aligned, snap, fulltext))
+        };
+        let ((aligned, snap, fulltext), model) = tokio::try_join!(
+            recall_lexical,
             retrieve::model_encoding(self.inner.embedder.as_deref(), &query.text),
         )?;
-        let encoded = retrieve::encode(&query.text).with_model(model);
-        let owned = query.clone();
-        let (snap, ranked) = self
+        let encoded = lexical_query.with_model(model);
+        let stats = RecallStats {
+            generation: aligned.generation,
+            aligned_rows: aligned.rows,
+            rebuilt: aligned.rebuilt,
+            ..RecallStats::default()
+        };
+        // 3. Candidate recall through span scoring (`rank`), on a blocking thread.
+        let view = Arc::clone(&snap);
+        let ranked = self
             .blocking(move |inner| {
-                let query = owned;
-                let snap =
-                    Self::snapshot(inner, &query.space, aligned.generation, &aligned.indexed)?;
                 let o = &inner.options.retrieval;
-                let fulltext = inner.index().fulltext(
-                    aligned.generation,
-                    &query.space,
-                    &encoded.fulltext,
-                    f64::from(o.window_weight),
-                    o.candidates,
-                )?;
-                let stats = RecallStats {
-                    generation: aligned.generation,
-                    aligned_rows: aligned.rows,
-                    rebuilt: aligned.rebuilt,
-                    ..RecallStats::default()
-                };
-                let ranked = retrieve::rank(&snap, &encoded, &fulltext, None, o, stats);
-                Ok((snap, ranked))
+                Ok(retrieve::rank(&view, &encoded, &fulltext, None, o, stats))
             })
             .await?;
         Ok(retrieve::conclude(

@@ -452,3 +452,30 @@ async fn span_vectors_score_the_closest_sentence() {
     )
     .await;
 }
+
+/// A bulk index run refreshes the planner statistics of the tables the read path queries
+/// (without them the full-text query's plans are several times slower).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bulk_index_run_refreshes_planner_statistics() {
+    let (url, database) = fresh_database().await;
+    let analyzed = || {
+        psql(
+            &database,
+            "SELECT count(*) FROM pg_stat_user_tables WHERE last_analyze IS NOT NULL \
+             AND relname IN ('memory_evidence', 'memory_windows', 'memory_vectors')",
+        )
+        .unwrap()
+        .trim()
+        .to_owned()
+    };
+    let store = PgMemory::connect(&url, options("t1"), None).unwrap();
+    store.append(synthetic(SPACE, 100).0).await.unwrap();
+    store.sync(BuildLimits::default()).await.unwrap();
+    assert_eq!(analyzed(), "0", "a small run leaves it to autovacuum");
+    store
+        .append(synthetic(SPACE, 1_100).0.split_off(100))
+        .await
+        .unwrap();
+    store.sync(BuildLimits::default()).await.unwrap();
+    assert_eq!(analyzed(), "3");
+}
