@@ -51,6 +51,10 @@ pub enum BenchCommand {
         /// PostgreSQL (with pgvector) for `--store postgres`; the schema is migrated first.
         #[arg(long)]
         postgres_url: Option<String>,
+        /// `--store postgres`: spaces with this many indexed rows or more search their
+        /// vectors through an HNSW index instead of exactly (default 50,000, the product's).
+        #[arg(long)]
+        exact_threshold: Option<usize>,
         /// Cut-offs, comma-separated.
         #[arg(long, default_value = "1,5,10,25,50")]
         k: String,
@@ -109,6 +113,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             qrels,
             store,
             postgres_url,
+            exact_threshold,
             k,
             output,
             embeddings,
@@ -128,6 +133,13 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
                     options.postgres_url = Some(url);
                 }
                 other => anyhow::bail!("--store {other}: use sqlite or postgres"),
+            }
+            if let Some(threshold) = exact_threshold {
+                anyhow::ensure!(
+                    options.postgres_url.is_some(),
+                    "--exact-threshold applies to --store postgres"
+                );
+                options.exact_threshold = threshold;
             }
             let (embedder, reranker) = memory_models(app_root, embeddings).await?;
             options.embedder = embedder;
