@@ -154,6 +154,7 @@ async fn rebuild(store: &SqliteMemory, limits: BuildLimits) -> Result<SyncReport
         .blocking(move |inner| {
             inner.index().publish(generation, &fingerprint)?;
             inner.snapshots.lock().map(|mut s| s.clear()).ok();
+            remove_other_vector_files(inner);
             Ok(())
         })
         .await?;
@@ -213,5 +214,32 @@ async fn index_space(
             .await?;
         rows += n as u64;
         *used += n;
+    }
+}
+
+/// After a publication: the vector files of other models belong to retired generations.
+/// (A failure to remove one is logged: it is only disk space.)
+fn remove_other_vector_files(inner: &Inner) {
+    let ours = inner
+        .embedder
+        .as_ref()
+        .map(|e| super::index::retrieval_file_name(e.model_id(), e.dims()));
+    let Ok(entries) = std::fs::read_dir(&inner.dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let base = name
+            .trim_end_matches("-wal")
+            .trim_end_matches("-shm")
+            .to_owned();
+        if base.starts_with("retrieval-")
+            && base.ends_with(".sqlite")
+            && Some(&base) != ours.as_ref()
+        {
+            if let Err(error) = std::fs::remove_file(entry.path()) {
+                tracing::warn!(file = %name, %error, "could not remove an old vector file");
+            }
+        }
     }
 }

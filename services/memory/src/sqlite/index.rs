@@ -1,11 +1,15 @@
-//! `index.sqlite`: derived indexes in numbered generations (write path steps 5–6).
+//! `index.sqlite`: derived indexes in numbered generations (write path steps 5–6), and,
+//! attached as `retrieval`, the embedding model's own file `retrieval-<model>.sqlite`.
 //!
 //! Every generation has its own tables (`g<N>_docs`, `g<N>_postings`, `g<N>_fts`,
-//! `g<N>_edges`, `g<N>_vectors`). A rebuild fills a new generation while queries keep
-//! reading the published one, then [`IndexDb::publish`] switches the `publication` pointer
-//! in one transaction and drops the old tables. Per space, `checkpoints` records the last
-//! ledger row (and its chain hash) a generation covers; each batch commits together with
-//! its checkpoint, so an interrupted build resumes where it stopped.
+//! `g<N>_edges`; with a model `retrieval.g<N>_vectors`). A rebuild fills a new generation
+//! while queries keep reading the published one, then [`IndexDb::publish`] switches the
+//! `publication` pointer in one transaction and drops the old tables. Per space,
+//! `checkpoints` records the last ledger row (and its chain hash) a generation covers;
+//! each batch commits together with its checkpoint, so an interrupted build resumes where
+//! it stopped. A batch's vectors are committed first, in their own transaction (SQLite
+//! commits the files of one WAL transaction one after the other, not atomically), and
+//! written again, replacing, when a crash made the batch run twice.
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -81,7 +85,15 @@ CREATE TABLE g{g}_edges (
     kind   INTEGER NOT NULL,
     PRIMARY KEY (space, src, dst, kind)
 ) WITHOUT ROWID;
-CREATE TABLE g{g}_vectors (
+"
+    )
+}
+
+/// The vectors of a generation, in the attached model file.
+fn vectors_schema(g: u64) -> String {
+    format!(
+        "
+CREATE TABLE IF NOT EXISTS retrieval.g{g}_vectors (
     event_id INTEGER PRIMARY KEY,
     space    TEXT    NOT NULL,
     vector   BLOB    NOT NULL,
@@ -91,6 +103,27 @@ CREATE TABLE g{g}_vectors (
 );
 "
     )
+}
+
+/// `retrieval.g<N>_vectors`.
+fn vectors_table(generation: u64) -> String {
+    format!("retrieval.{}", table(generation, "vectors"))
+}
+
+/// The file name of a model's vectors: `retrieval-<model id>-<dims>.sqlite`, the id's
+/// characters outside `[A-Za-z0-9._-]` replaced by `-`.
+pub(crate) fn retrieval_file_name(model_id: &str, dims: usize) -> String {
+    let slug: String = model_id
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    format!("retrieval-{slug}-{dims}.sqlite")
 }
 
 /// One indexed document as loaded for a snapshot.
@@ -116,15 +149,33 @@ pub(crate) struct LoadedSpace {
 /// The open index file.
 pub(crate) struct IndexDb {
     pub(super) conn: Connection,
+    /// Whether a model's `retrieval-<model>.sqlite` is attached (the store has a model).
+    vectors: bool,
 }
 
 impl IndexDb {
-    pub fn open(path: &Path) -> Result<Self> {
+    /// Opens `index.sqlite` at `path`, attaching the model's vector file `retrieval` when
+    /// the store has a model.
+    pub fn open(path: &Path, retrieval: Option<&Path>) -> Result<Self> {
         let conn = open(path)?;
         conn.execute_batch(META_SCHEMA).db("create index schema")?;
         conn.execute_batch(super::semantic::SEMANTIC_SCHEMA)
             .db("create semantic schema")?;
-        Ok(Self { conn })
+        if let Some(file) = retrieval {
+            let file = file
+                .to_str()
+                .ok_or_else(|| Error::Invalid(format!("{} is not a UTF-8 path", file.display())))?;
+            conn.execute("ATTACH DATABASE ?1 AS retrieval", [file])
+                .db("attach the model's vector file")?;
+            conn.query_row("PRAGMA retrieval.journal_mode = WAL", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .db("enable wal on the vector file")?;
+        }
+        Ok(Self {
+            conn,
+            vectors: retrieval.is_some(),
+        })
     }
 
     /// The published generation and its fingerprint.
@@ -158,6 +209,7 @@ impl IndexDb {
 
     /// Creates the tables of a new generation (numbered after every earlier one).
     pub fn create_generation(&mut self, fingerprint: &str) -> Result<u64> {
+        let vectors = self.vectors;
         let tx = self.begin()?;
         let last: i64 = tx
             .query_row(
@@ -169,6 +221,10 @@ impl IndexDb {
         let generation = from_sql_int(last, "generation")? + 1;
         tx.execute_batch(&generation_schema(generation))
             .db("create generation tables")?;
+        if vectors {
+            tx.execute_batch(&vectors_schema(generation))
+                .db("create vector table")?;
+        }
         tx.execute(
             "INSERT INTO generations (generation, fingerprint, state, created_ms) \
              VALUES (?1, ?2, 'building', ?3)",
@@ -215,10 +271,18 @@ impl IndexDb {
     /// Drops a generation's tables and bookkeeping (an abandoned or retired build).
     pub fn drop_generation(&mut self, generation: u64) -> Result<()> {
         let g = to_sql_int(generation, "generation")?;
+        let vectors = self.vectors;
         let tx = self.begin()?;
-        for name in ["docs", "postings", "fts", "edges", "vectors"] {
+        for name in ["docs", "postings", "fts", "edges"] {
             tx.execute_batch(&format!("DROP TABLE IF EXISTS {}", table(generation, name)))
                 .db("drop generation table")?;
+        }
+        if vectors {
+            tx.execute_batch(&format!(
+                "DROP TABLE IF EXISTS {}",
+                vectors_table(generation)
+            ))
+            .db("drop vector table")?;
         }
         tx.execute("DELETE FROM checkpoints WHERE generation = ?1", [g])
             .db("drop checkpoints")?;
@@ -260,6 +324,43 @@ impl IndexDb {
             .db("begin index transaction")
     }
 
+    /// Writes (or, for a batch that runs again after a crash, replaces) a batch's vectors,
+    /// committed before the batch itself (see the module docs).
+    fn insert_vectors(
+        &mut self,
+        generation: u64,
+        space: &str,
+        vectors: &[VectorRow],
+    ) -> Result<()> {
+        if vectors.is_empty() {
+            return Ok(());
+        }
+        if !self.vectors {
+            return Err(Error::Invalid("vectors for a store without a model".into()));
+        }
+        let tx = self.begin()?;
+        for v in vectors {
+            let blob: Vec<u8> = v.dense.iter().flat_map(|x| x.to_le_bytes()).collect();
+            tx.execute(
+                &format!(
+                    "INSERT OR REPLACE INTO {} (event_id, space, vector, sparse, tokens, spans) \
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    vectors_table(generation)
+                ),
+                params![
+                    to_sql_int(v.event_id, "event id")?,
+                    space,
+                    blob,
+                    v.sparse,
+                    v.tokens,
+                    v.spans
+                ],
+            )
+            .db("insert vector")?;
+        }
+        tx.commit().db("commit vectors")
+    }
+
     /// Indexes a batch of ledger rows of one space (in event id order, all after the
     /// generation's checkpoint) and advances the checkpoint, in one transaction.
     pub fn apply_batch(
@@ -274,10 +375,11 @@ impl IndexDb {
             return Ok(());
         };
         let before = self.checkpoint(generation, space)?;
+        self.insert_vectors(generation, space, vectors)?;
         let tx = self.begin()?;
         let g = generation;
         let mut contexts = BTreeSet::new();
-        for (i, row) in rows.iter().enumerate() {
+        for row in rows {
             let e = &row.evidence;
             let id = to_sql_int(e.event_id, "event id")?;
             let doc = derive(e);
@@ -318,18 +420,6 @@ impl IndexDb {
                     params![space, id, dst, kind],
                 )
                 .db("insert edge")?;
-            }
-            if let Some(v) = vectors.get(i).filter(|v| v.event_id == e.event_id) {
-                let blob: Vec<u8> = v.dense.iter().flat_map(|x| x.to_le_bytes()).collect();
-                tx.execute(
-                    &format!(
-                        "INSERT INTO {} (event_id, space, vector, sparse, tokens, spans) \
-                         VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                        table(g, "vectors")
-                    ),
-                    params![id, space, blob, v.sparse, v.tokens, v.spans],
-                )
-                .db("insert vector")?;
             }
             contexts.insert((e.row.context.clone(), e.row.turn_order, id));
         }
@@ -450,11 +540,14 @@ impl IndexDb {
             let (src, dst, kind) = r.db("edge row")?;
             out.edges.push((from_sql_int(src, "event id")?, dst, kind));
         }
+        if !self.vectors {
+            return Ok(out);
+        }
         let mut stmt = self
             .conn
             .prepare(&format!(
                 "SELECT event_id, vector, sparse, tokens, spans FROM {} WHERE space = ?1",
-                table(g, "vectors")
+                vectors_table(g)
             ))
             .db("prepare load vectors")?;
         let rows = stmt

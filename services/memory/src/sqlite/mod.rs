@@ -1,7 +1,8 @@
-//! The local SQLite backend: `<AppRoot>/data/memory/fabric/ledger.sqlite` (evidence) and
+//! The local SQLite backend: `<AppRoot>/data/memory/fabric/ledger.sqlite` (evidence),
 //! `index.sqlite` (derived indexes in generations, and the semantic nodes, conflicts and
-//! compile state of `semantic`). One connection per file behind a
-//! mutex; all SQLite work runs on tokio's blocking pool. Index maintenance (catch-up and
+//! compile state of `semantic`) and, with an embedding model, `retrieval-<model>.sqlite`
+//! (that model's vectors per generation, attached to the index connection). One
+//! connection per file (the index's with the model file attached) behind a mutex; all SQLite work runs on tokio's blocking pool. Index maintenance (catch-up and
 //! rebuilds) is serialized by an async lock; queries that find the index aligned never
 //! take it.
 
@@ -113,7 +114,10 @@ impl SqliteMemory {
         let dir = Self::fabric_dir(app_root);
         std::fs::create_dir_all(&dir)?;
         let ledger = LedgerDb::open(&dir.join("ledger.sqlite"))?;
-        let index = IndexDb::open(&dir.join("index.sqlite"))?;
+        let retrieval = embedder
+            .as_ref()
+            .map(|e| dir.join(index::retrieval_file_name(e.model_id(), e.dims())));
+        let index = IndexDb::open(&dir.join("index.sqlite"), retrieval.as_deref())?;
         let fingerprint = config_fingerprint(&options.index, embedder.as_deref());
         Ok(Self {
             inner: Arc::new(Inner {
@@ -151,6 +155,15 @@ impl SqliteMemory {
     /// The index file.
     pub fn index_path(&self) -> PathBuf {
         self.inner.dir.join("index.sqlite")
+    }
+
+    /// The model's vector file (`retrieval-<model>.sqlite`), when the store has a model.
+    pub fn retrieval_path(&self) -> Option<PathBuf> {
+        self.inner.embedder.as_ref().map(|e| {
+            self.inner
+                .dir
+                .join(index::retrieval_file_name(e.model_id(), e.dims()))
+        })
     }
 
     /// The configuration fingerprint this store builds.

@@ -139,14 +139,26 @@ async fn dense_vectors_join_the_pipeline_and_a_model_change_rebuilds() {
         recall.items[0].signals
     );
     assert!(store.fingerprint().ends_with("/64"));
+    // The vectors are in the model's own file next to index.sqlite.
+    let first = store.retrieval_path().unwrap();
+    assert_eq!(first.parent(), store.index_path().parent());
+    let name = first.file_name().unwrap().to_str().unwrap().to_owned();
+    assert!(
+        name.starts_with("retrieval-hash-") && name.ends_with("-64.sqlite"),
+        "{name}"
+    );
+    assert!(first.is_file());
     drop(store);
-    // Another model (here: other dimensions) never reads the old vectors: it rebuilds.
+    // Another model (here: other dimensions) never reads the old vectors: it rebuilds into
+    // its own file, and the old model's file goes with the old generation.
     let store = open(32);
     let recall = store.recall(&q).await.unwrap();
     assert!(recall.stats.rebuilt);
     assert_eq!(recall.stats.generation, 2);
     assert!(recall.stats.dense > 0);
     assert_eq!(recall.items[0].source_id, "s2:1");
+    assert!(store.retrieval_path().unwrap().is_file());
+    assert!(!first.exists(), "{} is left", first.display());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
