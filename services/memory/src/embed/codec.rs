@@ -88,7 +88,7 @@ fn unit(mut v: Vec<f32>) -> Vec<f32> {
 }
 
 /// Unit vectors of equal length as stored (see the module docs).
-fn quantized_bytes(vectors: &[Vec<f32>]) -> Vec<u8> {
+pub(crate) fn quantized_bytes(vectors: &[Vec<f32>]) -> Vec<u8> {
     let q = Quantized::from_vectors(vectors);
     let dims = u16::try_from(q.dims).unwrap_or(0);
     let mut out = dims.to_le_bytes().to_vec();
@@ -126,6 +126,17 @@ impl Quantized {
     /// Number of token vectors.
     pub fn count(&self) -> usize {
         self.data.len().checked_div(self.dims).unwrap_or(0)
+    }
+
+    /// The vectors back as f32 (value / 127).
+    pub fn vectors(&self) -> Vec<Vec<f32>> {
+        if self.dims == 0 {
+            return Vec::new();
+        }
+        self.data
+            .chunks_exact(self.dims)
+            .map(|c| c.iter().map(|&v| f32::from(v) / SCALE).collect())
+            .collect()
     }
 }
 

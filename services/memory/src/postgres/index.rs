@@ -1,12 +1,16 @@
 //! Index state in PostgreSQL, per tenant: numbered generations with a published pointer,
 //! per-space build checkpoints (the last ledger row and chain hash a generation covers),
 //! dense vectors (pgvector) with an HNSW index per space above the exact-search
-//! threshold, and the full-text window field (the query itself is in `fulltext`).
+//! threshold, the model's learned sparse weights and token vectors, event windows (span
+//! vectors, `halfvec`), and the full-text window field (the query itself is in
+//! `fulltext`).
+
+use std::collections::HashMap;
 
 use tokio_postgres::{Client, GenericClient};
 
 use super::db::{check_fence, from_int, parse_vector, to_int, vector_text, PgResultExt};
-use crate::embed::codec::VectorRow;
+use crate::embed::codec::{decode_quantized, quantized_bytes, VectorRow};
 use crate::{now_ms, LedgerHead, Result};
 
 /// The published (generation, fingerprint) of a tenant.
@@ -90,6 +94,7 @@ async fn clear_generation(c: &impl GenericClient, tenant: &str, g: i64) -> Resul
     for table in [
         "memory_hnsw",
         "memory_vectors",
+        "memory_event_windows",
         "memory_windows",
         "memory_checkpoints",
     ] {
@@ -229,11 +234,19 @@ pub(crate) async fn apply_batch(
     let insert = tx
         .prepare(
             "INSERT INTO memory_vectors \
-             (tenant, generation, space, event_id, dims, embedding, sparse, tokens, spans) \
-             VALUES ($1, $2, $3, $4, $5, $6::text::vector, $7, $8, $9) ON CONFLICT DO NOTHING",
+             (tenant, generation, space, event_id, dims, embedding, sparse, tokens) \
+             VALUES ($1, $2, $3, $4, $5, $6::text::vector, $7, $8) ON CONFLICT DO NOTHING",
         )
         .await
         .pg("prepare vector insert")?;
+    let insert_window = tx
+        .prepare(
+            "INSERT INTO memory_event_windows \
+             (tenant, generation, space, event_id, span, embedding) \
+             VALUES ($1, $2, $3, $4, $5, $6::text::halfvec) ON CONFLICT DO NOTHING",
+        )
+        .await
+        .pg("prepare event window insert")?;
     for v in &batch.vectors {
         let dims = i32::try_from(v.dense.len()).unwrap_or(i32::MAX);
         tx.execute(
@@ -247,11 +260,11 @@ pub(crate) async fn apply_batch(
                 &vector_text(&v.dense),
                 &v.sparse,
                 &v.tokens,
-                &v.spans,
             ],
         )
         .await
         .pg("insert vector")?;
+        insert_event_windows(&tx, &insert_window, (tenant, g, batch.space), v).await?;
     }
     if batch.window > 0 && !batch.rows.is_empty() {
         let mut contexts: Vec<&str> = batch.rows.iter().map(|(_, c)| c.as_str()).collect();
@@ -366,24 +379,80 @@ pub(crate) async fn vectors(
 ) -> Result<Vec<VectorRow>> {
     let rows = c
         .query(
-            "SELECT event_id, embedding::text, sparse, tokens, spans FROM memory_vectors \
+            "SELECT event_id, embedding::text, sparse, tokens FROM memory_vectors \
              WHERE tenant = $1 AND generation = $2 AND space = $3",
             &[&tenant, &to_int(generation, "generation")?, &space],
         )
         .await
         .pg("load vectors")?;
+    let mut windows = event_windows(c, tenant, generation, space).await?;
     rows.iter()
         .map(|r| {
             let text: String = r.try_get(1).pg("vector row")?;
+            let event_id = from_int(r.try_get(0).pg("vector row")?, "event id")?;
             Ok(VectorRow {
-                event_id: from_int(r.try_get(0).pg("vector row")?, "event id")?,
+                event_id,
                 dense: parse_vector(&text)?,
                 sparse: r.try_get(2).pg("vector row")?,
                 tokens: r.try_get(3).pg("vector row")?,
-                spans: r.try_get(4).pg("vector row")?,
+                spans: windows.remove(&event_id).map(|v| quantized_bytes(&v)),
             })
         })
         .collect()
+}
+
+/// Writes an event's span vectors (`memory_event_windows`, `halfvec`).
+async fn insert_event_windows(
+    tx: &tokio_postgres::Transaction<'_>,
+    insert: &tokio_postgres::Statement,
+    (tenant, generation, space): (&str, i64, &str),
+    v: &VectorRow,
+) -> Result<()> {
+    let Some(bytes) = v.spans.as_deref() else {
+        return Ok(());
+    };
+    let spans = decode_quantized(bytes)?.vectors();
+    let event_id = to_int(v.event_id, "event id")?;
+    for (i, span) in spans.iter().enumerate() {
+        tx.execute(
+            insert,
+            &[
+                &tenant,
+                &generation,
+                &space,
+                &event_id,
+                &i32::try_from(i).unwrap_or(i32::MAX),
+                &vector_text(span),
+            ],
+        )
+        .await
+        .pg("insert event window")?;
+    }
+    Ok(())
+}
+
+/// A space's span vectors in a generation, by event, in span order.
+async fn event_windows(
+    c: &impl GenericClient,
+    tenant: &str,
+    generation: u64,
+    space: &str,
+) -> Result<HashMap<u64, Vec<Vec<f32>>>> {
+    let rows = c
+        .query(
+            "SELECT event_id, embedding::text FROM memory_event_windows \
+             WHERE tenant = $1 AND generation = $2 AND space = $3 ORDER BY event_id, span",
+            &[&tenant, &to_int(generation, "generation")?, &space],
+        )
+        .await
+        .pg("load event windows")?;
+    let mut out: HashMap<u64, Vec<Vec<f32>>> = HashMap::new();
+    for r in rows {
+        let event_id = from_int(r.try_get(0).pg("event window row")?, "event id")?;
+        let text: String = r.try_get(1).pg("event window row")?;
+        out.entry(event_id).or_default().push(parse_vector(&text)?);
+    }
+    Ok(out)
 }
 
 /// Approximate nearest neighbours through the space's HNSW index: (event id, cosine

@@ -440,7 +440,7 @@ async fn learned_sparse_and_token_vectors_score_candidates() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn span_vectors_score_the_closest_sentence() {
-    let (url, _) = fresh_database().await;
+    let (url, database) = fresh_database().await;
     let open = |tenant: &str, spans: bool| -> Arc<dyn MemoryStore> {
         let mut o = options(tenant);
         o.index.span_vectors = spans;
@@ -451,6 +451,14 @@ async fn span_vectors_score_the_closest_sentence() {
         open("without", false),
     )
     .await;
+    // The event's two sentences are its event windows, at half precision.
+    let stored = psql(
+        &database,
+        "SELECT tenant, count(*), min(pg_typeof(embedding)::text) FROM memory_event_windows \
+         GROUP BY tenant",
+    )
+    .unwrap();
+    assert_eq!(stored.trim(), "with|2|halfvec");
 }
 
 /// A bulk index run refreshes the planner statistics of the tables the read path queries
