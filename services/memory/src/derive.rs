@@ -107,6 +107,14 @@ pub(crate) fn derive(evidence: &Evidence) -> DerivedDoc {
     }
 }
 
+/// The graph edges of an event: to its context and to each of its concepts, as
+/// (node key, kind).
+pub(crate) fn edges(evidence: &Evidence, doc: &DerivedDoc) -> Vec<(String, i64)> {
+    let mut edges = vec![(format!("c:{}", evidence.row.context), EDGE_CONTEXT)];
+    edges.extend(doc.concepts.iter().map(|c| (c.clone(), EDGE_CONCEPT)));
+    edges
+}
+
 /// The text an embedding model sees for an event.
 pub(crate) fn embedding_text(evidence: &Evidence) -> String {
     format!("{}: {}", evidence.row.actor, evidence.row.text)

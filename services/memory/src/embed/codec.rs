@@ -152,13 +152,7 @@ pub(crate) fn encode_extras(
     encoding: &Encoding,
     outputs: super::Outputs,
 ) -> (Option<Vec<u8>>, Option<Vec<u8>>) {
-    let sparse = outputs.sparse.then(|| {
-        encoding
-            .sparse
-            .iter()
-            .flat_map(|(id, w)| id.to_le_bytes().into_iter().chain(w.to_le_bytes()))
-            .collect()
-    });
+    let sparse = outputs.sparse.then(|| sparse_bytes(&encoding.sparse));
     let tokens = outputs
         .multivector
         .then(|| quantized_bytes(&encoding.tokens));
@@ -173,7 +167,16 @@ pub(crate) fn decode_extras(sparse: Option<&[u8]>, tokens: Option<&[u8]>) -> Res
     })
 }
 
-fn decode_sparse(b: &[u8]) -> Result<Vec<(u32, f32)>> {
+/// Learned sparse weights as stored (see the module docs).
+pub(crate) fn sparse_bytes(weights: &[(u32, f32)]) -> Vec<u8> {
+    weights
+        .iter()
+        .flat_map(|(id, w)| id.to_le_bytes().into_iter().chain(w.to_le_bytes()))
+        .collect()
+}
+
+/// Reads stored learned sparse weights back.
+pub(crate) fn decode_sparse(b: &[u8]) -> Result<Vec<(u32, f32)>> {
     if !b.len().is_multiple_of(8) {
         return Err(Error::Corrupt(format!(
             "sparse weights of {} bytes (not pairs of u32 and f32)",

@@ -12,6 +12,7 @@ use tracing::info;
 
 use super::lock::BuildLock;
 use super::{index, ledger, PgMemory};
+use crate::derive::{derive, edges};
 use crate::embed::codec::vector_rows;
 use crate::{BuildLimits, IndexStatus, LedgerHead, Result, SyncReport};
 
@@ -259,6 +260,15 @@ async fn index_space(
                     rows: batch
                         .iter()
                         .map(|r| (r.evidence.event_id, r.evidence.row.context.clone()))
+                        .collect(),
+                    edges: batch
+                        .iter()
+                        .flat_map(|r| {
+                            let e = &r.evidence;
+                            edges(e, &derive(e))
+                                .into_iter()
+                                .map(|(node, kind)| (e.event_id, node, kind))
+                        })
                         .collect(),
                     vectors,
                     window: store.inner.options.index.window,

@@ -1,8 +1,8 @@
 //! Index state in PostgreSQL, per tenant: numbered generations with a published pointer,
 //! per-space build checkpoints (the last ledger row and chain hash a generation covers),
 //! dense vectors (pgvector) with an HNSW index per space above the exact-search
-//! threshold, the model's learned sparse weights and token vectors, event windows (span
-//! vectors, `halfvec`), and the full-text window field (the query itself is in
+//! threshold, the model's learned sparse postings and token vectors, event windows (span
+//! vectors, `halfvec`), graph edges, and the full-text window field (the query itself is in
 //! `fulltext`).
 
 use std::collections::HashMap;
@@ -10,7 +10,9 @@ use std::collections::HashMap;
 use tokio_postgres::{Client, GenericClient};
 
 use super::db::{check_fence, from_int, parse_vector, to_int, vector_text, PgResultExt};
-use crate::embed::codec::{decode_quantized, quantized_bytes, VectorRow};
+use crate::embed::codec::{
+    decode_quantized, decode_sparse, quantized_bytes, sparse_bytes, VectorRow,
+};
 use crate::{now_ms, LedgerHead, Result};
 
 /// The published (generation, fingerprint) of a tenant.
@@ -95,6 +97,8 @@ async fn clear_generation(c: &impl GenericClient, tenant: &str, g: i64) -> Resul
         "memory_hnsw",
         "memory_vectors",
         "memory_event_windows",
+        "memory_edges",
+        "memory_sparse_postings",
         "memory_windows",
         "memory_checkpoints",
     ] {
@@ -192,6 +196,8 @@ pub(crate) struct Batch<'a> {
     pub space: &'a str,
     pub last: &'a LedgerHead,
     pub rows: Vec<(u64, String)>,
+    /// The rows' graph edges: (event id, node key, kind).
+    pub edges: Vec<(u64, String, i64)>,
     pub vectors: Vec<VectorRow>,
     /// The index window (turns on each side).
     pub window: usize,
@@ -234,8 +240,8 @@ pub(crate) async fn apply_batch(
     let insert = tx
         .prepare(
             "INSERT INTO memory_vectors \
-             (tenant, generation, space, event_id, dims, embedding, sparse, tokens) \
-             VALUES ($1, $2, $3, $4, $5, $6::text::vector, $7, $8) ON CONFLICT DO NOTHING",
+             (tenant, generation, space, event_id, dims, embedding, tokens) \
+             VALUES ($1, $2, $3, $4, $5, $6::text::vector, $7) ON CONFLICT DO NOTHING",
         )
         .await
         .pg("prepare vector insert")?;
@@ -247,6 +253,7 @@ pub(crate) async fn apply_batch(
         )
         .await
         .pg("prepare event window insert")?;
+    insert_edges(&tx, (tenant, g, batch.space), &batch.edges).await?;
     for v in &batch.vectors {
         let dims = i32::try_from(v.dense.len()).unwrap_or(i32::MAX);
         tx.execute(
@@ -258,12 +265,12 @@ pub(crate) async fn apply_batch(
                 &to_int(v.event_id, "event id")?,
                 &dims,
                 &vector_text(&v.dense),
-                &v.sparse,
                 &v.tokens,
             ],
         )
         .await
         .pg("insert vector")?;
+        insert_sparse(&tx, (tenant, g, batch.space), v).await?;
         insert_event_windows(&tx, &insert_window, (tenant, g, batch.space), v).await?;
     }
     if batch.window > 0 && !batch.rows.is_empty() {
@@ -379,13 +386,14 @@ pub(crate) async fn vectors(
 ) -> Result<Vec<VectorRow>> {
     let rows = c
         .query(
-            "SELECT event_id, embedding::text, sparse, tokens FROM memory_vectors \
+            "SELECT event_id, embedding::text, tokens FROM memory_vectors \
              WHERE tenant = $1 AND generation = $2 AND space = $3",
             &[&tenant, &to_int(generation, "generation")?, &space],
         )
         .await
         .pg("load vectors")?;
     let mut windows = event_windows(c, tenant, generation, space).await?;
+    let mut sparse = sparse_postings(c, tenant, generation, space).await?;
     rows.iter()
         .map(|r| {
             let text: String = r.try_get(1).pg("vector row")?;
@@ -393,10 +401,128 @@ pub(crate) async fn vectors(
             Ok(VectorRow {
                 event_id,
                 dense: parse_vector(&text)?,
-                sparse: r.try_get(2).pg("vector row")?,
-                tokens: r.try_get(3).pg("vector row")?,
+                sparse: sparse.remove(&event_id).map(|w| sparse_bytes(&w)),
+                tokens: r.try_get(2).pg("vector row")?,
                 spans: windows.remove(&event_id).map(|v| quantized_bytes(&v)),
             })
+        })
+        .collect()
+}
+
+/// Writes an event's learned sparse weights as postings.
+async fn insert_sparse(
+    tx: &tokio_postgres::Transaction<'_>,
+    (tenant, generation, space): (&str, i64, &str),
+    v: &VectorRow,
+) -> Result<()> {
+    let Some(bytes) = v.sparse.as_deref() else {
+        return Ok(());
+    };
+    let event_id = to_int(v.event_id, "event id")?;
+    for (term, weight) in decode_sparse(bytes)? {
+        tx.execute(
+            "INSERT INTO memory_sparse_postings \
+             (tenant, generation, space, term, event_id, weight) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+            &[
+                &tenant,
+                &generation,
+                &space,
+                &i64::from(term),
+                &event_id,
+                &weight,
+            ],
+        )
+        .await
+        .pg("insert sparse posting")?;
+    }
+    Ok(())
+}
+
+/// A space's learned sparse weights in a generation, by event, sorted by term.
+async fn sparse_postings(
+    c: &impl GenericClient,
+    tenant: &str,
+    generation: u64,
+    space: &str,
+) -> Result<HashMap<u64, Vec<(u32, f32)>>> {
+    let rows = c
+        .query(
+            "SELECT event_id, term, weight FROM memory_sparse_postings \
+             WHERE tenant = $1 AND generation = $2 AND space = $3 ORDER BY event_id, term",
+            &[&tenant, &to_int(generation, "generation")?, &space],
+        )
+        .await
+        .pg("load sparse postings")?;
+    let mut out: HashMap<u64, Vec<(u32, f32)>> = HashMap::new();
+    for r in rows {
+        let event_id = from_int(r.try_get(0).pg("sparse posting row")?, "event id")?;
+        let term: i64 = r.try_get(1).pg("sparse posting row")?;
+        let term =
+            u32::try_from(term).map_err(|_| crate::Error::Corrupt(format!("term {term}")))?;
+        out.entry(event_id)
+            .or_default()
+            .push((term, r.try_get(2).pg("sparse posting row")?));
+    }
+    Ok(out)
+}
+
+/// Writes a batch's graph edges.
+async fn insert_edges(
+    tx: &tokio_postgres::Transaction<'_>,
+    (tenant, generation, space): (&str, i64, &str),
+    edges: &[(u64, String, i64)],
+) -> Result<()> {
+    let insert = tx
+        .prepare(
+            "INSERT INTO memory_edges (tenant, generation, space, event_id, node, kind) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+        )
+        .await
+        .pg("prepare edge insert")?;
+    for (event_id, node, kind) in edges {
+        let kind = i16::try_from(*kind).unwrap_or(i16::MAX);
+        tx.execute(
+            &insert,
+            &[
+                &tenant,
+                &generation,
+                &space,
+                &to_int(*event_id, "event id")?,
+                node,
+                &kind,
+            ],
+        )
+        .await
+        .pg("insert edge")?;
+    }
+    Ok(())
+}
+
+/// A space's graph edges in a generation, ordered as SQLite's edge table is keyed.
+pub(crate) async fn edges(
+    c: &impl GenericClient,
+    tenant: &str,
+    generation: u64,
+    space: &str,
+) -> Result<Vec<(u64, String, i64)>> {
+    let rows = c
+        .query(
+            "SELECT event_id, node, kind FROM memory_edges \
+             WHERE tenant = $1 AND generation = $2 AND space = $3 \
+             ORDER BY event_id, node COLLATE \"C\", kind",
+            &[&tenant, &to_int(generation, "generation")?, &space],
+        )
+        .await
+        .pg("load edges")?;
+    rows.iter()
+        .map(|r| {
+            let kind: i16 = r.try_get(2).pg("edge row")?;
+            Ok((
+                from_int(r.try_get(0).pg("edge row")?, "event id")?,
+                r.try_get(1).pg("edge row")?,
+                i64::from(kind),
+            ))
         })
         .collect()
 }

@@ -1,13 +1,13 @@
 //! The lexical part of a snapshot, derived from the ledger rows a generation covers: the
-//! same documents, BM25F postings (body and window fields) and graph edges the SQLite
-//! index stores, computed with the same [`derive`] analysis, in the same order, so both
-//! backends feed one read pipeline identical inputs. PostgreSQL keeps the full-text
-//! (`tsvector` + GIN) and vector indexes; the sparse postings are rebuilt in memory when a
-//! snapshot loads, which costs one analysis pass over the space.
+//! same documents and BM25F postings (body and window fields) the SQLite index stores,
+//! computed with the same [`derive`] analysis, in the same order, so both backends feed
+//! one read pipeline identical inputs. PostgreSQL keeps the full-text (`tsvector` + GIN),
+//! graph edge and vector tables; the BM25F postings are rebuilt in memory when a snapshot
+//! loads, which costs one analysis pass over the space.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
-use crate::derive::{derive, EDGE_CONCEPT, EDGE_CONTEXT, FIELD_BODY, FIELD_WINDOW};
+use crate::derive::{derive, FIELD_BODY, FIELD_WINDOW};
 use crate::embed::codec::VectorRow;
 use crate::retrieve::snapshot::SnapshotParts;
 use crate::semantic::overlay::Overlay;
@@ -18,6 +18,7 @@ use crate::Evidence;
 pub(crate) fn snapshot_parts(
     mut rows: Vec<Evidence>,
     vectors: Vec<VectorRow>,
+    edges: Vec<(u64, String, i64)>,
     window: usize,
 ) -> SnapshotParts {
     // Context order: (context, turn order, event id), as the SQLite store loads its docs.
@@ -31,7 +32,6 @@ pub(crate) fn snapshot_parts(
     let derived: Vec<_> = rows.iter().map(derive).collect();
     // (term, field, event id) -> tf, ordered like the SQLite postings' primary key.
     let mut postings: BTreeMap<(String, i64, u64), u32> = BTreeMap::new();
-    let mut edges: BTreeSet<(u64, String, i64)> = BTreeSet::new();
     let mut docs = Vec::with_capacity(rows.len());
     for (i, (e, d)) in rows.iter().zip(&derived).enumerate() {
         for t in &d.terms {
@@ -54,21 +54,16 @@ pub(crate) fn snapshot_parts(
                 }
             }
         }
-        edges.insert((e.event_id, format!("c:{}", e.row.context), EDGE_CONTEXT));
-        for c in &d.concepts {
-            edges.insert((e.event_id, c.clone(), EDGE_CONCEPT));
-        }
         let body_len = u32::try_from(d.terms.len()).unwrap_or(u32::MAX);
         docs.push((e.clone(), body_len, window_len));
     }
-    // SQLite's edge table is keyed (space, src, dst, kind): the same order.
     SnapshotParts {
         docs,
         postings: postings
             .into_iter()
             .map(|((term, field, id), tf)| (term, field, id, tf))
             .collect(),
-        edges: edges.into_iter().collect(),
+        edges,
         vectors,
         overlay: Overlay::default(),
     }

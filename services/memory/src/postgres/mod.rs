@@ -297,6 +297,7 @@ impl PgMemory {
         )
         .await?;
         let vectors = index::vectors(&**c, self.tenant(), generation, space).await?;
+        let edges = index::edges(&**c, self.tenant(), generation, space).await?;
         let fulltext_stats = fulltext::fulltext_stats(
             &**c,
             self.tenant(),
@@ -310,7 +311,7 @@ impl PgMemory {
         let window = self.inner.options.index.window;
         let retrieval = self.inner.options.retrieval.clone();
         let snap = tokio::task::spawn_blocking(move || {
-            let mut parts = lexical::snapshot_parts(evidence, vectors, window);
+            let mut parts = lexical::snapshot_parts(evidence, vectors, edges, window);
             parts.overlay = nodes_overlay;
             Snapshot::build(parts, &retrieval)
         })

@@ -19,7 +19,7 @@ use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBe
 use super::db::{from_sql_int, open, to_sql_int, DbResultExt};
 use super::ledger::LedgerRow;
 use super::windows::{insert_postings, refresh_windows};
-use crate::derive::{derive, EDGE_CONCEPT, EDGE_CONTEXT, FIELD_BODY};
+use crate::derive::{derive, edges, FIELD_BODY};
 use crate::embed::codec::VectorRow;
 use crate::{now_ms, Error, LedgerHead, Result};
 
@@ -409,9 +409,7 @@ impl IndexDb {
                 params![id, doc.body, space],
             )
             .db("insert full text")?;
-            let mut edges = vec![(format!("c:{}", e.row.context), EDGE_CONTEXT)];
-            edges.extend(doc.concepts.into_iter().map(|c| (c, EDGE_CONCEPT)));
-            for (dst, kind) in edges {
+            for (dst, kind) in edges(e, &doc) {
                 tx.execute(
                     &format!(
                         "INSERT OR IGNORE INTO {} (space, src, dst, kind) VALUES (?1, ?2, ?3, ?4)",

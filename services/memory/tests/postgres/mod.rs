@@ -431,11 +431,18 @@ async fn learned_sparse_and_token_vectors_score_candidates() {
     use lumina_memory::conformance::{
         multi_output_model, recall_uses_learned_sparse_and_token_vectors,
     };
-    let (url, _) = fresh_database().await;
+    let (url, database) = fresh_database().await;
     let open = || -> Arc<dyn MemoryStore> {
         Arc::new(PgMemory::connect(&url, options("t1"), Some(multi_output_model())).unwrap())
     };
     recall_uses_learned_sparse_and_token_vectors(open(), async { open() }).await;
+    // The weights are postings by vocabulary id.
+    let postings = psql(
+        &database,
+        "SELECT count(*) > 10, bool_and(weight > 0) FROM memory_sparse_postings",
+    )
+    .unwrap();
+    assert_eq!(postings.trim(), "t|t");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -486,4 +493,39 @@ async fn a_bulk_index_run_refreshes_planner_statistics() {
         .unwrap();
     store.sync(BuildLimits::default()).await.unwrap();
     assert_eq!(analyzed(), "3");
+}
+
+/// The event/context/concept graph is stored per generation (`memory_edges`), and a
+/// model change builds the next generation's edges beside it until it is published.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graph_edges_are_stored_per_generation() {
+    let (url, database) = fresh_database().await;
+    let store = PgMemory::connect(&url, options("t1"), None).unwrap();
+    store.append(sample_conversation(SPACE)).await.unwrap();
+    store.sync(BuildLimits::default()).await.unwrap();
+    let edges = psql(
+        &database,
+        "SELECT kind, count(*) FROM memory_edges WHERE generation = 1 GROUP BY kind ORDER BY kind",
+    )
+    .unwrap();
+    // One context edge per event; concepts (names, numbers, months) of the texts.
+    let mut lines = edges.lines();
+    assert_eq!(lines.next(), Some("1|10"), "{edges}");
+    assert!(lines.next().is_some_and(|l| l.starts_with("2|")), "{edges}");
+    let biscuit = psql(
+        &database,
+        "SELECT count(*) FROM memory_edges WHERE kind = 2 AND node = 'k:biscuit'",
+    )
+    .unwrap();
+    assert_eq!(biscuit.trim(), "2");
+    // A rebuild (another model) publishes generation 2 and drops generation 1's edges.
+    let other =
+        PgMemory::connect(&url, options("t1"), Some(Arc::new(HashEmbeddings::new(8)))).unwrap();
+    other.sync(BuildLimits::default()).await.unwrap();
+    let generations = psql(
+        &database,
+        "SELECT DISTINCT generation FROM memory_edges ORDER BY 1",
+    )
+    .unwrap();
+    assert_eq!(generations.trim(), "2");
 }
