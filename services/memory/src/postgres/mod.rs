@@ -1,7 +1,8 @@
 //! The PostgreSQL backend (SYSTEM.md §9 cluster mode): one database holds the Memory
 //! Fabric of many tenants, every table keyed by (tenant, space), created by migration
-//! `sql/postgres/0002_memory.sql` and (semantic nodes, conflicts, compile state)
-//! `0003_memory_semantic.sql`, applied by `lumina_journal::postgres::migrate`.
+//! `sql/postgres/0002_memory.sql`, (semantic nodes, conflicts, compile state)
+//! `0003_memory_semantic.sql` and (model outputs, event windows, graph edges)
+//! `0004_memory_vectors_extra.sql`, applied by `lumina_journal::postgres::migrate`.
 //!
 //! - The ledger (`memory_evidence`) is immutable (a trigger refuses UPDATE, DELETE and
 //!   TRUNCATE) and carries a generated `tsvector` column with a GIN index; with each
@@ -12,7 +13,12 @@
 //!   SQLite store's (resumable, atomically published, fingerprint-versioned).
 //! - Dense vectors are pgvector `vector`s: exact cosine (over the in-memory snapshot)
 //!   while a space has fewer indexed rows than [`PgMemoryOptions::exact_threshold`]
-//!   (default 50,000), an HNSW index on `embedding::vector(N)` from then on.
+//!   (default 50,000), an HNSW index on `embedding::vector(N)` from then on. A model's
+//!   token vectors are a column beside them; its learned sparse weights are postings
+//!   (`memory_sparse_postings`); the vectors of an event's spans are its event windows
+//!   (`memory_event_windows`, `halfvec`).
+//! - The event/context/concept graph's edges are stored per generation
+//!   (`memory_edges`).
 //! - Semantic nodes, citations, conflicts, resolutions and the compile job's checkpoints
 //!   and failures live in `memory_nodes`, `memory_node_cites`, `memory_conflicts`,
 //!   `memory_resolutions`, `memory_compile_state` and `memory_compile_failures`
@@ -25,9 +31,9 @@
 //! several processes stay correct (idempotent upserts, fenced batches) but may duplicate
 //! work.
 //!
-//! The read path is the shared one: the lexical snapshot (BM25F postings, graph) is
-//! derived from the indexed ledger rows with the same analysis the SQLite index stores
-//! ([`lexical`]), so both backends run one pipeline over identical inputs.
+//! The read path is the shared one: the BM25F postings of the snapshot are derived from
+//! the indexed ledger rows with the same analysis the SQLite index stores ([`lexical`]),
+//! so both backends run one pipeline over identical inputs.
 
 mod build;
 mod db;
