@@ -10,9 +10,7 @@ use std::collections::HashMap;
 use tokio_postgres::{Client, GenericClient};
 
 use super::db::{check_fence, from_int, parse_vector, to_int, vector_text, PgResultExt};
-use crate::embed::codec::{
-    decode_quantized, decode_sparse, quantized_bytes, sparse_bytes, VectorRow,
-};
+use crate::embed::codec::{or_skip, Quantized, VectorRow};
 use crate::{now_ms, LedgerHead, Result};
 
 /// The published (generation, fingerprint) of a tenant.
@@ -253,6 +251,14 @@ pub(crate) async fn apply_batch(
         )
         .await
         .pg("prepare event window insert")?;
+    let insert_posting = tx
+        .prepare(
+            "INSERT INTO memory_sparse_postings \
+             (tenant, generation, space, term, event_id, weight) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+        )
+        .await
+        .pg("prepare sparse posting insert")?;
     insert_edges(&tx, (tenant, g, batch.space), &batch.edges).await?;
     for v in &batch.vectors {
         let dims = i32::try_from(v.dense.len()).unwrap_or(i32::MAX);
@@ -265,12 +271,12 @@ pub(crate) async fn apply_batch(
                 &to_int(v.event_id, "event id")?,
                 &dims,
                 &vector_text(&v.dense),
-                &v.tokens,
+                &v.tokens.as_ref().map(Quantized::to_bytes),
             ],
         )
         .await
         .pg("insert vector")?;
-        insert_sparse(&tx, (tenant, g, batch.space), v).await?;
+        insert_sparse(&tx, &insert_posting, (tenant, g, batch.space), v).await?;
         insert_event_windows(&tx, &insert_window, (tenant, g, batch.space), v).await?;
     }
     if batch.window > 0 && !batch.rows.is_empty() {
@@ -398,12 +404,15 @@ pub(crate) async fn vectors(
         .map(|r| {
             let text: String = r.try_get(1).pg("vector row")?;
             let event_id = from_int(r.try_get(0).pg("vector row")?, "event id")?;
+            let tokens: Option<Vec<u8>> = r.try_get(2).pg("vector row")?;
             Ok(VectorRow {
                 event_id,
                 dense: parse_vector(&text)?,
-                sparse: sparse.remove(&event_id).map(|w| sparse_bytes(&w)),
-                tokens: r.try_get(2).pg("vector row")?,
-                spans: windows.remove(&event_id).map(|v| quantized_bytes(&v)),
+                sparse: sparse.remove(&event_id),
+                tokens: tokens.and_then(|b| or_skip(event_id, Quantized::from_bytes(&b))),
+                spans: windows
+                    .remove(&event_id)
+                    .map(|v| Quantized::from_vectors(&v)),
             })
         })
         .collect()
@@ -412,18 +421,17 @@ pub(crate) async fn vectors(
 /// Writes an event's learned sparse weights as postings.
 async fn insert_sparse(
     tx: &tokio_postgres::Transaction<'_>,
+    insert: &tokio_postgres::Statement,
     (tenant, generation, space): (&str, i64, &str),
     v: &VectorRow,
 ) -> Result<()> {
-    let Some(bytes) = v.sparse.as_deref() else {
+    let Some(weights) = v.sparse.as_deref() else {
         return Ok(());
     };
     let event_id = to_int(v.event_id, "event id")?;
-    for (term, weight) in decode_sparse(bytes)? {
+    for &(term, weight) in weights {
         tx.execute(
-            "INSERT INTO memory_sparse_postings \
-             (tenant, generation, space, term, event_id, weight) \
-             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT DO NOTHING",
+            insert,
             &[
                 &tenant,
                 &generation,
@@ -534,10 +542,9 @@ async fn insert_event_windows(
     (tenant, generation, space): (&str, i64, &str),
     v: &VectorRow,
 ) -> Result<()> {
-    let Some(bytes) = v.spans.as_deref() else {
+    let Some(spans) = v.spans.as_ref().map(Quantized::vectors) else {
         return Ok(());
     };
-    let spans = decode_quantized(bytes)?.vectors();
     let event_id = to_int(v.event_id, "event id")?;
     for (i, span) in spans.iter().enumerate() {
         tx.execute(

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 
 use super::RetrievalOptions;
 use crate::derive::{EDGE_CONCEPT, EDGE_CONTEXT, EDGE_NODE};
-use crate::embed::codec::{decode_extras, decode_quantized, VectorRow, SCALE};
+use crate::embed::codec::{Quantized, VectorRow, SCALE};
 use crate::semantic::overlay::{ConflictNote, Overlay};
 use crate::{text, time, Evidence};
 
@@ -65,21 +65,71 @@ pub(crate) struct Snapshot {
     /// Learned sparse postings (model vocabulary id → (doc, weight)), when the model has
     /// them.
     pub learned: HashMap<u32, Vec<(u32, f32)>>,
-    /// Every doc's token vectors, i8-quantized (`codec`), `token_dims` values each.
-    pub tokens: Vec<i8>,
-    pub token_dims: usize,
-    /// Per doc: (first token, token count) in `tokens`.
-    pub token_ranges: Vec<(usize, usize)>,
-    /// Dense vectors (i8-quantized, `dims` each) of the spans of docs with several, in
-    /// span order.
-    pub span_vectors: Vec<i8>,
-    /// Per doc: (first span vector, count) in `span_vectors`; the count is 0 or the
-    /// doc's number of spans.
-    pub span_ranges: Vec<(usize, usize)>,
+    /// Every doc's token vectors (the model's, for MaxSim).
+    pub tokens: DocVectors,
+    /// The dense vectors of the spans of docs with several, in span order (`dims` each;
+    /// a doc has none or one per span).
+    pub spans: DocVectors,
     /// Documents containing each term in either field (BM25F's document frequency).
     pub any_df: HashMap<u32, u32>,
     /// Event id → pending or superseded nodes citing it.
     pub conflicts: HashMap<u64, Vec<ConflictNote>>,
+}
+
+/// Several i8-quantized unit vectors per doc (`codec::Quantized`), of one dimension.
+#[derive(Debug, Default)]
+pub(crate) struct DocVectors {
+    dims: usize,
+    data: Vec<i8>,
+    /// Per doc: (first vector, count) in `data`.
+    ranges: Vec<(usize, usize)>,
+}
+
+impl DocVectors {
+    fn new(docs: usize, dims: usize) -> Self {
+        Self {
+            dims,
+            data: Vec::new(),
+            ranges: vec![(0, 0); docs],
+        }
+    }
+
+    /// Adds a doc's vectors (dims 0 takes the first non-empty set's); `false` when their
+    /// dimensions differ.
+    fn push(&mut self, doc: u32, q: Quantized) -> bool {
+        if q.count() == 0 {
+            return true;
+        }
+        if self.dims == 0 {
+            self.dims = q.dims;
+        }
+        if q.dims != self.dims {
+            return false;
+        }
+        self.ranges[doc as usize] = (self.data.len() / self.dims, q.count());
+        self.data.extend(q.data);
+        true
+    }
+
+    /// The cosines of `query` (unit length, `dims` values) with each of a doc's vectors,
+    /// in order; empty when the doc has none or the dimensions differ.
+    fn cosines<'a>(&'a self, doc: u32, query: &'a [f32]) -> impl Iterator<Item = f32> + 'a {
+        let (start, count) = self.ranges.get(doc as usize).copied().unwrap_or((0, 0));
+        let d = self.dims;
+        let data = if query.len() == d && count > 0 {
+            &self.data[start * d..(start + count) * d]
+        } else {
+            &[]
+        };
+        data.chunks_exact(d.max(1)).map(move |v| {
+            query
+                .iter()
+                .zip(v)
+                .map(|(a, &b)| a * f32::from(b))
+                .sum::<f32>()
+                / SCALE
+        })
+    }
 }
 
 /// Inputs for [`Snapshot::build`]: documents in context order (context, turn order, id).
@@ -178,14 +228,16 @@ impl Snapshot {
         s
     }
 
-    /// Dense vectors (normalized), learned sparse postings and token vectors of the docs.
+    /// Dense vectors (normalized), span vectors, learned sparse postings and token
+    /// vectors of the docs.
     fn add_vectors(&mut self, rows: Vec<VectorRow>) {
         let n = self.docs.len();
-        self.token_ranges = vec![(0, 0); n];
-        self.span_ranges = vec![(0, 0); n];
+        self.tokens = DocVectors::new(n, 0);
         let Some(dims) = rows.first().map(|r| r.dense.len()) else {
+            self.spans = DocVectors::new(n, 0);
             return;
         };
+        self.spans = DocVectors::new(n, dims);
         self.dims = dims;
         self.vectors = vec![0.0; dims * n];
         for row in rows {
@@ -205,35 +257,18 @@ impl Snapshot {
                     *slot = x / norm;
                 }
             }
-            // Derived data that does not decode is skipped (a rebuild restores it).
-            if let Some(spans) = row.spans.as_deref().and_then(|b| decode_quantized(b).ok()) {
-                if spans.dims == dims && spans.count() == self.docs[doc as usize].spans.len() {
-                    self.span_ranges[doc as usize] =
-                        (self.span_vectors.len() / dims, spans.count());
-                    self.span_vectors.extend(spans.data);
+            if let Some(spans) = row.spans {
+                if spans.count() == self.docs[doc as usize].spans.len() {
+                    self.spans.push(doc, spans);
                 }
             }
-            let extras = match decode_extras(row.sparse.as_deref(), row.tokens.as_deref()) {
-                Ok(extras) => extras,
-                Err(err) => {
-                    tracing::warn!(event_id = row.event_id, error = %err, "skipping stored vectors");
-                    continue;
-                }
-            };
-            for (id, w) in extras.sparse.unwrap_or_default() {
+            for (id, w) in row.sparse.unwrap_or_default() {
                 if w > 0.0 {
                     self.learned.entry(id).or_default().push((doc, w));
                 }
             }
-            if let Some(q) = extras.tokens.filter(|q| q.count() > 0) {
-                if self.token_dims == 0 {
-                    self.token_dims = q.dims;
-                }
-                if q.dims == self.token_dims {
-                    let start = self.tokens.len() / self.token_dims;
-                    self.token_ranges[doc as usize] = (start, q.count());
-                    self.tokens.extend(q.data);
-                }
+            if let Some(tokens) = row.tokens {
+                self.tokens.push(doc, tokens);
             }
         }
     }
@@ -241,25 +276,8 @@ impl Snapshot {
     /// The best span of a doc by the cosine of its span vector with `query` (unit length):
     /// (span index, cosine); `None` when the doc has no span vectors.
     pub fn best_dense_span(&self, doc: u32, query: &[f32]) -> Option<(usize, f32)> {
-        let (start, count) = self
-            .span_ranges
-            .get(doc as usize)
-            .copied()
-            .unwrap_or((0, 0));
-        let d = self.dims;
-        if count == 0 || query.len() != d {
-            return None;
-        }
-        self.span_vectors[start * d..(start + count) * d]
-            .chunks_exact(d)
-            .map(|v| {
-                query
-                    .iter()
-                    .zip(v)
-                    .map(|(a, &b)| a * f32::from(b))
-                    .sum::<f32>()
-                    / SCALE
-            })
+        self.spans
+            .cosines(doc, query)
             .enumerate()
             .max_by(|a, b| a.1.total_cmp(&b.1))
     }
@@ -268,27 +286,18 @@ impl Snapshot {
     /// mean over query tokens of the best cosine with any of the doc's tokens (0 when
     /// either side has none or their dimensions differ).
     pub fn maxsim(&self, doc: u32, query: &[Vec<f32>]) -> f32 {
-        let (start, count) = self
-            .token_ranges
-            .get(doc as usize)
-            .copied()
-            .unwrap_or((0, 0));
-        let d = self.token_dims;
-        if count == 0 || query.is_empty() || query.iter().any(|q| q.len() != d) {
-            return 0.0;
+        let mut total = 0.0;
+        for q in query {
+            match self.tokens.cosines(doc, q).reduce(f32::max) {
+                Some(best) => total += best,
+                None => return 0.0,
+            }
         }
-        let doc_tokens = &self.tokens[start * d..(start + count) * d];
-        let total: f32 = query
-            .iter()
-            .map(|q| {
-                doc_tokens
-                    .chunks_exact(d)
-                    .map(|t| q.iter().zip(t).map(|(a, &b)| a * f32::from(b)).sum::<f32>())
-                    .fold(f32::MIN, f32::max)
-                    / SCALE
-            })
-            .sum();
-        total / query.len() as f32
+        if query.is_empty() {
+            0.0
+        } else {
+            total / query.len() as f32
+        }
     }
 
     pub fn vector(&self, doc: u32) -> Option<&[f32]> {

@@ -20,7 +20,7 @@ use super::db::{from_sql_int, open, to_sql_int, DbResultExt};
 use super::ledger::LedgerRow;
 use super::windows::{insert_postings, refresh_windows};
 use crate::derive::{derive, edges, FIELD_BODY};
-use crate::embed::codec::VectorRow;
+use crate::embed::codec::{decode_sparse, or_skip, sparse_bytes, Quantized, VectorRow};
 use crate::{now_ms, Error, LedgerHead, Result};
 
 const META_SCHEMA: &str = "
@@ -351,9 +351,9 @@ impl IndexDb {
                     to_sql_int(v.event_id, "event id")?,
                     space,
                     blob,
-                    v.sparse,
-                    v.tokens,
-                    v.spans
+                    v.sparse.as_deref().map(sparse_bytes),
+                    v.tokens.as_ref().map(Quantized::to_bytes),
+                    v.spans.as_ref().map(Quantized::to_bytes)
                 ],
             )
             .db("insert vector")?;
@@ -561,15 +561,18 @@ impl IndexDb {
             .db("load vectors")?;
         for r in rows {
             let (id, blob, sparse, tokens, spans) = r.db("vector row")?;
+            let event_id = from_sql_int(id, "event id")?;
+            let decoded =
+                |b: Option<Vec<u8>>| b.and_then(|b| or_skip(event_id, Quantized::from_bytes(&b)));
             out.vectors.push(VectorRow {
-                event_id: from_sql_int(id, "event id")?,
+                event_id,
                 dense: blob
                     .chunks_exact(4)
                     .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                     .collect(),
-                sparse,
-                tokens,
-                spans,
+                sparse: sparse.and_then(|b| or_skip(event_id, decode_sparse(&b))),
+                tokens: decoded(tokens),
+                spans: decoded(spans),
             });
         }
         Ok(out)
