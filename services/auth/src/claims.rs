@@ -64,6 +64,9 @@ pub(crate) fn validate(
             return Err(AuthError::NotYetValid { nbf, now });
         }
     }
+    // `iat` decides nothing here, but a token whose registered claims have the wrong types
+    // is not one the IdP meant to issue.
+    numeric_date(claims, "iat")?;
 
     match claims.get("iss") {
         None => return Err(AuthError::MissingClaim("iss")),
@@ -97,10 +100,20 @@ pub(crate) fn validate(
         return Err(AuthError::InvalidClaim("tenant"));
     }
 
+    // A token that grants no Lumina scope could only open a connection and say `hello`;
+    // it is refused at the door instead (least privilege, and no idle sockets for it).
+    let scopes = scopes(claims)?;
+    if !scopes
+        .iter()
+        .any(|s| [SCOPE_READ, SCOPE_WRITE, SCOPE_ADMIN].contains(&s.as_str()))
+    {
+        return Err(AuthError::MissingScope);
+    }
+
     Ok(Principal {
         sub: sub.to_owned(),
         tenant: tenant.to_owned(),
-        scopes: scopes(claims)?,
+        scopes,
         expires_at: exp,
     })
 }
@@ -324,11 +337,11 @@ mod tests {
 
     #[test]
     fn scopes_merge_scope_and_scp() {
-        let mut v = with("scope", json!("a  b a"));
+        let mut v = with("scope", json!("a  lumina:admin b a"));
         v["scp"] = json!(["b", "c"]);
         assert_eq!(
             check(v).map(|p| p.scopes),
-            Ok(vec!["a".into(), "b".into(), "c".into()])
+            Ok(vec!["a".into(), SCOPE_ADMIN.into(), "b".into(), "c".into()])
         );
         assert_eq!(
             check(with("scp", json!("x y"))).map(|p| p.scopes.len()),
@@ -338,7 +351,36 @@ mod tests {
             check(with("scp", json!([1]))),
             Err(AuthError::InvalidClaim("scp"))
         );
-        assert_eq!(check(without("scope")).map(|p| p.scopes), Ok(vec![]));
+        let mut only_scp = without("scope");
+        only_scp["scp"] = json!([SCOPE_WRITE]);
+        assert_eq!(
+            check(only_scp).map(|p| p.scopes),
+            Ok(vec![SCOPE_WRITE.into()])
+        );
+    }
+
+    #[test]
+    fn a_token_must_grant_a_lumina_scope() {
+        assert_eq!(check(without("scope")), Err(AuthError::MissingScope));
+        assert_eq!(
+            check(with("scope", json!(" "))),
+            Err(AuthError::MissingScope)
+        );
+        assert_eq!(
+            check(with("scope", json!("openid lumina:session"))),
+            Err(AuthError::MissingScope)
+        );
+        assert_eq!(check(with("scp", json!([]))).map(|p| p.scopes.len()), Ok(1));
+    }
+
+    #[test]
+    fn iat_must_be_a_numeric_date_when_present() {
+        assert!(check(with("iat", json!(NOW))).is_ok());
+        assert!(check(with("iat", json!(NOW as f64 + 0.5))).is_ok());
+        assert_eq!(
+            check(with("iat", json!("now"))),
+            Err(AuthError::InvalidClaim("iat"))
+        );
     }
 
     #[test]

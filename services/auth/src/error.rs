@@ -27,6 +27,10 @@ pub enum AuthError {
     /// The header has a `crit` extension; we implement none, so RFC 7515 §4.1.11 says reject.
     #[error("token header has unsupported critical extensions")]
     CriticalHeader,
+    /// A header parameter this verifier does not implement and must not ignore: `cty: JWT`
+    /// (a nested token) or `b64: false` (an unencoded payload, RFC 7797).
+    #[error("token header parameter {0} is not supported")]
+    UnsupportedHeader(&'static str),
     /// No `kid` in the header but the key set holds several keys.
     #[error("token has no kid and the key set holds {0} keys")]
     KidRequired(usize),
@@ -69,6 +73,10 @@ pub enum AuthError {
     /// A mandatory claim (`exp`, `iss`, `aud`, `sub`, `tenant`) is absent.
     #[error("required claim {0} is missing")]
     MissingClaim(&'static str),
+    /// The token grants none of the `lumina:*` scopes (`scope`/`scp` absent, empty or
+    /// foreign only), so it could not be used for anything.
+    #[error("token grants no lumina scope")]
+    MissingScope,
     /// A claim is present but has the wrong type or an unacceptable value.
     #[error("claim {0} has an invalid value")]
     InvalidClaim(&'static str),

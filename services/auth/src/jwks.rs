@@ -16,7 +16,10 @@ use std::time::Duration;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use jsonwebtoken::DecodingKey;
+use ring::signature::{
+    RsaPublicKeyComponents, UnparsedPublicKey, ECDSA_P256_SHA256_FIXED, ED25519,
+    RSA_PKCS1_2048_8192_SHA256,
+};
 use serde::Deserialize;
 use tokio::time::Instant;
 
@@ -83,21 +86,23 @@ impl Alg {
             Alg::EdDsa => "EdDSA",
         }
     }
+}
 
-    pub fn to_jsonwebtoken(self) -> jsonwebtoken::Algorithm {
-        match self {
-            Alg::Rs256 => jsonwebtoken::Algorithm::RS256,
-            Alg::Es256 => jsonwebtoken::Algorithm::ES256,
-            Alg::EdDsa => jsonwebtoken::Algorithm::EdDSA,
-        }
-    }
+/// The public key material, in the form ring verifies with.
+enum KeyMaterial {
+    /// Big-endian modulus and exponent.
+    Rsa { n: Vec<u8>, e: Vec<u8> },
+    /// Uncompressed SEC1 point (`0x04 || x || y`).
+    P256(Vec<u8>),
+    /// The 32-byte public key.
+    Ed25519(Vec<u8>),
 }
 
 /// A public key usable for exactly one algorithm.
 pub(crate) struct VerifyingKey {
     pub kid: Option<String>,
     pub alg: Alg,
-    pub key: DecodingKey,
+    material: KeyMaterial,
 }
 
 impl VerifyingKey {
@@ -105,6 +110,37 @@ impl VerifyingKey {
         self.kid
             .as_deref()
             .map_or_else(|| "<none>".to_owned(), loggable)
+    }
+
+    /// Checks `signature` over `message` with this key under `alg`. The algorithm/key pairing
+    /// is matched here too, not only by the caller, so no combination can verify with a
+    /// primitive the key was not published for; RSA moduli outside 2048-8192 bits are
+    /// refused by ring as well.
+    pub fn verify(&self, alg: Alg, message: &[u8], signature: &[u8]) -> Result<(), AuthError> {
+        let verified = match (alg, &self.material) {
+            (Alg::Rs256, KeyMaterial::Rsa { n, e }) => RsaPublicKeyComponents { n, e }
+                .verify(&RSA_PKCS1_2048_8192_SHA256, message, signature)
+                .is_ok(),
+            (Alg::Es256, KeyMaterial::P256(point)) => {
+                UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, point)
+                    .verify(message, signature)
+                    .is_ok()
+            }
+            (Alg::EdDsa, KeyMaterial::Ed25519(x)) => UnparsedPublicKey::new(&ED25519, x)
+                .verify(message, signature)
+                .is_ok(),
+            _ => {
+                return Err(AuthError::KeyAlgorithmMismatch {
+                    kid: self.kid_for_log(),
+                    alg: alg.as_str(),
+                })
+            }
+        };
+        if verified {
+            Ok(())
+        } else {
+            Err(AuthError::BadSignature)
+        }
     }
 }
 
@@ -197,7 +233,7 @@ fn convert(jwk: RawJwk) -> Result<VerifyingKey, String> {
             return Err("key_ops does not allow verify".to_owned());
         }
     }
-    let (alg, key) = match (jwk.kty.as_str(), jwk.crv.as_deref()) {
+    let (alg, material) = match (jwk.kty.as_str(), jwk.crv.as_deref()) {
         ("RSA", _) => {
             let n = b64_field(jwk.n.as_deref(), "n")?;
             let e = b64_field(jwk.e.as_deref(), "e")?;
@@ -205,7 +241,7 @@ fn convert(jwk: RawJwk) -> Result<VerifyingKey, String> {
             if significant < MIN_RSA_MODULUS_BYTES {
                 return Err("RSA modulus shorter than 2048 bits".to_owned());
             }
-            (Alg::Rs256, DecodingKey::from_rsa_raw_components(&n, &e))
+            (Alg::Rs256, KeyMaterial::Rsa { n, e })
         }
         ("EC", Some("P-256")) => {
             let x = b64_field(jwk.x.as_deref(), "x")?;
@@ -218,14 +254,14 @@ fn convert(jwk: RawJwk) -> Result<VerifyingKey, String> {
             point.push(0x04);
             point.extend_from_slice(&x);
             point.extend_from_slice(&y);
-            (Alg::Es256, DecodingKey::from_ec_der(&point))
+            (Alg::Es256, KeyMaterial::P256(point))
         }
         ("OKP", Some("Ed25519")) => {
             let x = b64_field(jwk.x.as_deref(), "x")?;
             if x.len() != 32 {
                 return Err("Ed25519 public key must be 32 bytes".to_owned());
             }
-            (Alg::EdDsa, DecodingKey::from_ed_der(&x))
+            (Alg::EdDsa, KeyMaterial::Ed25519(x))
         }
         (kty, crv) => {
             return Err(format!(
@@ -247,7 +283,7 @@ fn convert(jwk: RawJwk) -> Result<VerifyingKey, String> {
     Ok(VerifyingKey {
         kid: jwk.kid,
         alg,
-        key,
+        material,
     })
 }
 

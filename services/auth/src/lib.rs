@@ -5,8 +5,12 @@
 //!
 //! - [`Authenticator`] verifies a JWT and yields a [`Principal`] (`sub`, `tenant`, scopes,
 //!   expiry). Only RS256, ES256 and EdDSA are accepted; the algorithm must match the key's
-//!   type, and `exp`, `iss`, `aud`, `sub` and `tenant` are mandatory. Keys come from a JWKS
-//!   file or URL, cached and refreshed (rate-limited) when a token names an unknown `kid`.
+//!   type, `exp`, `iss`, `aud`, `sub` and `tenant` are mandatory, and the token must grant
+//!   at least one `lumina:*` scope. Header and claims must be canonical base64url and JSON
+//!   objects without duplicate members; `crit`, nested tokens (`cty: JWT`) and `b64: false`
+//!   are refused, and keys embedded in or linked from a header are never used. Keys come
+//!   from a JWKS file or URL, cached and refreshed (rate-limited) when a token names an
+//!   unknown `kid`.
 //! - [`AuthError`] says why a token was refused for logs, while
 //!   [`AuthError::public_message`] is the same opaque text for every refusal, so callers can
 //!   put it in a 401 body without becoming an oracle.
@@ -18,6 +22,7 @@
 
 mod claims;
 mod error;
+mod json;
 mod jwks;
 mod local;
 mod verify;

@@ -1,20 +1,27 @@
 //! [`Authenticator`]: bearer JWT → [`Principal`].
 //!
-//! The order of checks is deliberate: size and shape, then the header's `alg` against the
-//! allow-list — before any key is looked up, so `none`/HS* tokens cannot even trigger a
-//! JWKS refresh — then key selection, the key/algorithm binding, the signature, and only
-//! then the claims, which are untrusted until the signature holds.
+//! The order of checks is deliberate: size and shape, then the header — strict JSON, the
+//! `alg` allow-list, `crit`, `cty`, `b64` — before any key is looked up, so `none`/HS* or
+//! nested tokens cannot even trigger a JWKS refresh; then key selection, the key/algorithm
+//! binding, the signature over the segments exactly as sent, and only then the payload,
+//! which is untrusted until the signature holds. Every segment must be canonical base64url
+//! (no padding, no `+`/`/`, no stray bits) and every JSON document a single object without
+//! duplicate member names, so no two parsers can read one signed token two ways.
+//!
+//! Decoding and verification are done here with ring directly (jsonwebtoken only signs, in
+//! `local.rs`): one parser sees the header, and the signature check cannot pick an
+//! algorithm the key was not published for.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
-use jsonwebtoken::errors::ErrorKind;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::claims::{self, unix_now, Expectations, Principal};
 use crate::error::{loggable, AuthError, Error, Result};
+use crate::json::{parse_object, StrictError};
 use crate::jwks::{Alg, JwksSource, JwksStats, KeyCache};
 
 /// Default clock skew tolerated on `exp` and `nbf`.
@@ -134,35 +141,27 @@ impl Authenticator {
             });
         }
 
-        // jsonwebtoken checks the signature (and, again, that the key family fits `alg`);
-        // every claim rule is ours, so its own claim checks are switched off.
-        let mut validation = jsonwebtoken::Validation::new(alg.to_jsonwebtoken());
-        validation.required_spec_claims.clear();
-        validation.validate_exp = false;
-        validation.validate_nbf = false;
-        validation.validate_aud = false;
-        let data = jsonwebtoken::decode::<Map<String, Value>>(token, &key.key, &validation)
-            .map_err(|e| match e.kind() {
-                ErrorKind::InvalidSignature | ErrorKind::Crypto(_) => AuthError::BadSignature,
-                ErrorKind::InvalidAlgorithm | ErrorKind::InvalidAlgorithmName => {
-                    AuthError::KeyAlgorithmMismatch {
-                        kid: key.kid_for_log(),
-                        alg: alg.as_str(),
-                    }
-                }
-                ErrorKind::Base64(_) => AuthError::Malformed("bad base64url"),
-                ErrorKind::Json(_) | ErrorKind::Utf8(_) => {
-                    AuthError::Malformed("payload is not a JSON object")
-                }
-                _ => AuthError::Malformed("undecodable token"),
-            })?;
+        // RFC 7515 §5.2: the signing input is the two segments exactly as received.
+        let signature = URL_SAFE_NO_PAD
+            .decode(signature_b64)
+            .map_err(|_| AuthError::Malformed("signature is not base64url"))?;
+        let signing_input = &token[..header_b64.len() + 1 + payload_b64.len()];
+        key.verify(alg, signing_input.as_bytes(), &signature)?;
+
+        let payload = URL_SAFE_NO_PAD
+            .decode(payload_b64)
+            .map_err(|_| AuthError::Malformed("payload is not base64url"))?;
+        let claims = parse_object(&payload).map_err(|e| match e {
+            StrictError::NotAnObject => AuthError::Malformed("payload is not a JSON object"),
+            StrictError::DuplicateMember => AuthError::Malformed("payload has a duplicate member"),
+        })?;
 
         let expect = Expectations {
             issuer: &self.inner.issuer,
             audience: &self.inner.audience,
             leeway_secs: self.inner.leeway_secs,
         };
-        claims::validate(&data.claims, &expect, unix_now())
+        claims::validate(&claims, &expect, unix_now())
     }
 
     /// Reloads the JWKS now, ignoring the rate limit (for an operator action or a periodic
@@ -195,15 +194,19 @@ struct Header {
     kid: Option<String>,
 }
 
-/// Our own header parse: jsonwebtoken's `Header` cannot represent `alg: none` or unknown
+/// The only header parse: jsonwebtoken's `Header` cannot represent `alg: none` or unknown
 /// algorithms, and we want those to fail as "algorithm not allowed", not as "malformed".
+/// Members we do not name here (`typ`, `x5t`, and the key-carrying `jwk`, `jku`, `x5u`,
+/// `x5c`) are ignored: keys only ever come from the configured JWKS, and nothing in a header
+/// is ever fetched.
 fn parse_header(b64: &str) -> Result<Header, AuthError> {
     let bytes = URL_SAFE_NO_PAD
         .decode(b64)
         .map_err(|_| AuthError::Malformed("header is not base64url"))?;
-    let Ok(Value::Object(map)) = serde_json::from_slice::<Value>(&bytes) else {
-        return Err(AuthError::Malformed("header is not a JSON object"));
-    };
+    let map = parse_object(&bytes).map_err(|e| match e {
+        StrictError::NotAnObject => AuthError::Malformed("header is not a JSON object"),
+        StrictError::DuplicateMember => AuthError::Malformed("header has a duplicate member"),
+    })?;
     let alg = match map.get("alg") {
         Some(Value::String(alg)) => alg.clone(),
         _ => return Err(AuthError::Malformed("header has no alg")),
@@ -215,6 +218,17 @@ fn parse_header(b64: &str) -> Result<Header, AuthError> {
     };
     if map.contains_key("crit") {
         return Err(AuthError::CriticalHeader);
+    }
+    // RFC 7519 §5.2: `cty: JWT` (compared case-insensitively) says the payload is another
+    // JWT. We do not unwrap nested tokens, so reading the payload as claims would be wrong.
+    if let Some(cty) = map.get("cty") {
+        if cty.as_str().is_none_or(|c| c.eq_ignore_ascii_case("jwt")) {
+            return Err(AuthError::UnsupportedHeader("cty"));
+        }
+    }
+    // RFC 7797: with `b64: false` the payload is not base64url and the signing input differs.
+    if map.get("b64").is_some_and(|b| b != &Value::Bool(true)) {
+        return Err(AuthError::UnsupportedHeader("b64"));
     }
     Ok(Header { alg, kid })
 }

@@ -27,7 +27,20 @@ impl LocalAuth {
             .or_else(|| value.strip_prefix("bearer "))?
             .trim();
         let equal: bool = presented.as_bytes().ct_eq(self.token.as_bytes()).into();
-        equal.then(crate::server::local_identity)
+        equal.then(local_identity)
+    }
+}
+
+/// The identity of the local profile's single user: every scope.
+pub fn local_identity() -> Identity {
+    use lumina_protocol::Scope;
+    Identity {
+        sub: "local".into(),
+        tenant: "local".into(),
+        scopes: [Scope::Read, Scope::Write, Scope::Admin]
+            .iter()
+            .map(|s| s.as_str().to_owned())
+            .collect(),
     }
 }
 

@@ -1,5 +1,6 @@
-//! The local profile (SYSTEM §2): one process, SQLite, 127.0.0.1 on a free port, a random
-//! bearer token, and `<AppRoot>/state/run/backend.json` so clients can find it.
+//! The local profile (docs/design.md#local-profile): one process, SQLite, 127.0.0.1 on a
+//! free port, a random bearer token, and `<AppRoot>/state/run/backend.json` so clients can
+//! find it.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -7,22 +8,97 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
+use axum::http::HeaderMap;
 use lumina_config::{AppRoot, Env};
 use lumina_journal::sqlite::SqliteJournal;
 use lumina_journal::LOCAL_FENCE;
 use lumina_mcp::{ManagerOptions, McpManager};
-use lumina_protocol::methods::ServerInfo;
-use lumina_protocol::{PROTOCOL_VERSION, WS_PATH};
+use lumina_protocol::methods::{
+    DrainResult, Identity, ServerInfo, SessionResumeParams, SessionResumeResult,
+};
+use lumina_protocol::{ErrorCode, ErrorObject, Method, PROTOCOL_VERSION, WS_PATH};
 use lumina_runtime::{AlwaysOwned, Runtime, RuntimeOptions};
+use serde_json::Value;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::LocalAuth;
 use crate::endpoint::{self, Endpoint};
+use crate::execute::{self, Reply};
 use crate::memory_setup;
 use crate::metered::MeteredStore;
 use crate::metrics::Metrics;
-use crate::server::{self, AppState, Mode};
+use crate::profile::{AppState, Profile, Subscription};
+use crate::server;
+
+/// The local profile: one runtime, the one user's token, no other instance.
+struct LocalProfile {
+    runtime: Runtime,
+    auth: LocalAuth,
+    instance_id: String,
+    shutdown: CancellationToken,
+}
+
+#[async_trait::async_trait]
+impl Profile for LocalProfile {
+    async fn authenticate(&self, headers: &HeaderMap) -> Option<(Identity, Option<i64>)> {
+        self.auth
+            .authenticate(headers)
+            .map(|identity| (identity, None))
+    }
+
+    async fn call(&self, _identity: &Identity, method: Method, params: Value) -> Reply {
+        execute::execute(
+            &self.runtime,
+            &self.instance_id,
+            method,
+            params,
+            self.shutdown.is_cancelled(),
+        )
+        .await
+    }
+
+    async fn subscribe(
+        &self,
+        _identity: &Identity,
+        params: &SessionResumeParams,
+    ) -> Result<Subscription, ErrorObject> {
+        let session = self
+            .runtime
+            .session(&params.session_id)
+            .await
+            .map_err(execute::rt)?;
+        // Subscribe before answering so nothing committed after the answer is missed.
+        let rx = session.subscribe(params.after_seq);
+        let info = session.info().await.map_err(execute::rt)?;
+        let result = SessionResumeResult {
+            head_seq: info.head_seq,
+            session: info,
+            pending_permissions: session.pending_permissions().await,
+        };
+        Ok((result, rx))
+    }
+
+    async fn drain(&self) -> Result<DrainResult, ErrorObject> {
+        Err(ErrorObject::new(
+            ErrorCode::NotImplemented,
+            "drain applies to the cluster profile; use admin.shutdown locally",
+        ))
+    }
+
+    fn shutdown(&self) {
+        self.shutdown.cancel();
+    }
+
+    async fn readiness(&self) -> (bool, Value) {
+        let stopping = self.shutdown.is_cancelled();
+        (!stopping, serde_json::json!({ "shutting_down": stopping }))
+    }
+
+    fn runtime(&self) -> Option<&Runtime> {
+        Some(&self.runtime)
+    }
+}
 
 /// What `serve` needs.
 #[derive(Debug, Clone)]
@@ -71,10 +147,10 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         mcp_tool_timeout_ms: settings.mcp_tool_timeout_ms,
         ..ManagerOptions::new(app_root.clone())
     }));
-    // The Memory Fabric (SYSTEM §9): SQLite under the AppRoot, with the embedder and
-    // reranker the settings select (read at start-up). A store that does not open leaves
-    // the runtime without memory, and an unusable model leaves recall lexical: neither
-    // stops the backend.
+    // The Memory Fabric (docs/design.md#memory-fabric): SQLite under the AppRoot, with the
+    // embedder and reranker the settings select (read at start-up). A store that does not
+    // open leaves the runtime without memory, and an unusable model leaves recall lexical:
+    // neither stops the backend.
     let models = settings.memory_models();
     let root = app_root.path().to_path_buf();
     let memory = tokio::task::spawn_blocking(move || {
@@ -104,11 +180,14 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         .context("cannot bind 127.0.0.1")?;
     let addr = listener.local_addr()?;
     let token = LocalAuth::generate_token();
+    let shutdown = CancellationToken::new();
     let state = Arc::new(AppState {
-        mode: Mode::Local {
+        profile: Arc::new(LocalProfile {
             runtime: runtime.clone(),
             auth: LocalAuth::new(token.clone()),
-        },
+            instance_id: format!("local-{}", std::process::id()),
+            shutdown: shutdown.clone(),
+        }),
         metrics,
         info: ServerInfo {
             name: "lumina-backend".into(),
@@ -118,7 +197,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
             max_frame_bytes: settings.max_frame_bytes,
         },
         max_frame_bytes: settings.max_frame_bytes,
-        shutdown: CancellationToken::new(),
+        shutdown,
     });
     Ok(LocalBackend {
         state,

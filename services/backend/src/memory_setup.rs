@@ -247,10 +247,10 @@ fn same_content(a: &Path, b: &Path) -> Result<bool, InstallError> {
     }
 }
 
-/// The local profile's memory store (SYSTEM §9): SQLite under the AppRoot with the
-/// embedder and reranker `models` select. Blocking (it may load the local model). A
-/// store that does not open is logged and the runtime goes without memory: it never
-/// stops the backend; an unusable model only makes recall lexical.
+/// The local profile's memory store (docs/design.md#memory-stores): SQLite under the
+/// AppRoot with the embedder and reranker `models` select. Blocking (it may load the local
+/// model). A store that does not open is logged and the runtime goes without memory: it
+/// never stops the backend; an unusable model only makes recall lexical.
 pub fn open_local_memory(app_root: &Path, models: &MemoryModels) -> Option<SqliteMemory> {
     for warning in &models.warnings {
         tracing::warn!("{warning}");

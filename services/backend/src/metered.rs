@@ -110,6 +110,9 @@ impl JournalStore for MeteredStore {
     async fn archive(&self, session: &SessionKey, fence: Fence) -> Result<()> {
         self.count(self.inner.archive(session, fence).await)
     }
+    async fn claim(&self, session: &SessionKey, fence: Fence) -> Result<()> {
+        self.count(self.inner.claim(session, fence).await)
+    }
     async fn fence(&self, session: &SessionKey) -> Result<Fence> {
         self.inner.fence(session).await
     }

@@ -1,5 +1,6 @@
-//! The HTTP server: `/v1/ws` (protocol v3), `/healthz`, `/readyz`. Takes its listener and a
-//! shutdown token so tests run it in-process on port 0.
+//! The HTTP server: `/v1/ws` (protocol v3), `/healthz`, `/readyz`, `/metrics`, over any
+//! [`Profile`](crate::profile::Profile). Takes its listener and a shutdown token (in the
+//! state) so tests run it in-process on port 0.
 
 use std::sync::Arc;
 
@@ -8,46 +9,11 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use lumina_protocol::methods::{Identity, ServerInfo};
 use lumina_protocol::{ErrorCode, ErrorObject, WS_PATH};
-use lumina_runtime::Runtime;
 use tokio::net::TcpListener;
-use tokio_util::sync::CancellationToken;
 
-use crate::auth::LocalAuth;
-use crate::cluster::Node;
-use crate::metrics::Metrics;
+pub use crate::profile::AppState;
 use crate::ws;
-
-/// The profile this server runs.
-pub enum Mode {
-    /// One process, SQLite, the 127.0.0.1 token.
-    Local { runtime: Runtime, auth: LocalAuth },
-    /// N instances behind JWTs, PostgreSQL and Redis.
-    Cluster(Arc<Node>),
-}
-
-/// Everything a connection needs.
-pub struct AppState {
-    pub mode: Mode,
-    pub metrics: Metrics,
-    pub info: ServerInfo,
-    /// Frames above this get a `frame_too_large` error frame.
-    pub max_frame_bytes: usize,
-    /// Cancelled to stop the server (signal or `admin.shutdown`).
-    pub shutdown: CancellationToken,
-}
-
-impl AppState {
-    /// The local profile's runtime (`None` in the cluster profile, where runtimes are per
-    /// tenant).
-    pub fn runtime(&self) -> Option<&Runtime> {
-        match &self.mode {
-            Mode::Local { runtime, .. } => Some(runtime),
-            Mode::Cluster(_) => None,
-        }
-    }
-}
 
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
@@ -71,13 +37,7 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(state): State<Arc<AppState>>) -> Response {
-    let (ready, detail) = match &state.mode {
-        Mode::Local { .. } => (
-            !state.shutdown.is_cancelled(),
-            serde_json::json!({ "shutting_down": state.shutdown.is_cancelled() }),
-        ),
-        Mode::Cluster(node) => node.readiness().await,
-    };
+    let (ready, detail) = state.profile.readiness().await;
     let status = if ready {
         StatusCode::OK
     } else {
@@ -91,9 +51,7 @@ async fn readyz(State(state): State<Arc<AppState>>) -> Response {
 }
 
 async fn metrics(State(state): State<Arc<AppState>>) -> Response {
-    if let Mode::Cluster(node) = &state.mode {
-        node.sync_metrics();
-    }
+    state.profile.sync_metrics();
     (
         [(
             axum::http::header::CONTENT_TYPE,
@@ -109,11 +67,7 @@ async fn upgrade(
     headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
-    let authenticated = match &state.mode {
-        Mode::Local { auth, .. } => auth.authenticate(&headers).map(|id| (id, None)),
-        Mode::Cluster(node) => node.authenticate(&headers).await,
-    };
-    let Some((identity, expires_at)) = authenticated else {
+    let Some((identity, expires_at)) = state.profile.authenticate(&headers).await else {
         state.metrics.ws_auth_failures.inc();
         return unauthorized();
     };
@@ -130,17 +84,4 @@ fn unauthorized() -> Response {
         "error": ErrorObject::new(ErrorCode::Unauthorized, "missing, invalid or expired bearer token")
     });
     (StatusCode::UNAUTHORIZED, Json(body)).into_response()
-}
-
-/// The identity of the local profile's single user.
-pub fn local_identity() -> Identity {
-    Identity {
-        sub: "local".into(),
-        tenant: "local".into(),
-        scopes: vec![
-            "lumina:session:read".into(),
-            "lumina:session:write".into(),
-            "lumina:admin".into(),
-        ],
-    }
 }

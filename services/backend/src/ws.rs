@@ -1,55 +1,18 @@
-//! One WebSocket connection: frame validation (size, UTF-8, JSON), concurrent request
-//! handling, and the connection's session subscriptions. Bad frames get an error frame; the
+//! One WebSocket connection: frame validation (size, UTF-8, JSON) and concurrent request
+//! handling (`dispatch.rs`); the connection's state is `conn.rs`. Bad frames get an error frame; the
 //! connection and every other session carry on.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use axum::extract::ws::{Message, WebSocket};
 use futures::{SinkExt, StreamExt};
 use lumina_protocol::methods::Identity;
 use lumina_protocol::{ClientFrame, ErrorCode, ErrorObject, ServerFrame};
 use tokio::sync::mpsc;
-use tokio::task::JoinHandle;
 
-use crate::rpc;
-use crate::server::AppState;
-
-/// Per-connection context shared by its request tasks.
-pub struct Conn {
-    pub state: Arc<AppState>,
-    pub identity: Identity,
-    /// Frames to send, in order.
-    pub out: mpsc::Sender<ServerFrame>,
-    /// session_id → the task forwarding its events.
-    pub subscriptions: Mutex<HashMap<String, JoinHandle<()>>>,
-}
-
-impl Conn {
-    pub async fn send(&self, frame: ServerFrame) {
-        // A closed writer means the client went away; nothing more to do.
-        let _ = self.out.send(frame).await;
-    }
-
-    pub fn replace_subscription(&self, session_id: &str, task: JoinHandle<()>) {
-        let mut subs = self.subscriptions.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(old) = subs.insert(session_id.to_string(), task) {
-            old.abort();
-        }
-    }
-}
-
-impl Drop for Conn {
-    fn drop(&mut self) {
-        let subs = self
-            .subscriptions
-            .get_mut()
-            .unwrap_or_else(|p| p.into_inner());
-        for (_, task) in subs.drain() {
-            task.abort();
-        }
-    }
-}
+use crate::conn::Conn;
+use crate::dispatch;
+use crate::profile::AppState;
 
 /// Serves one connection. `expires_at` (unix seconds) is the bearer token's expiry: the
 /// connection is closed with an `unauthorized` error frame when it passes.
@@ -87,12 +50,7 @@ async fn serve_connection(
         }
         let _ = sink.close().await;
     });
-    let conn = Arc::new(Conn {
-        state: state.clone(),
-        identity,
-        out: out_tx,
-        subscriptions: Mutex::new(HashMap::new()),
-    });
+    let conn = Arc::new(Conn::new(state.clone(), identity, out_tx));
     tracing::debug!("websocket connected");
     let shutdown = state.shutdown.clone();
     let expiry = until(expires_at);
@@ -148,7 +106,7 @@ async fn serve_connection(
             }
         };
         let conn = conn.clone();
-        tokio::spawn(async move { rpc::handle(conn, frame).await });
+        tokio::spawn(async move { dispatch::handle(conn, frame).await });
     }
     drop(conn);
     let _ = writer.await;

@@ -167,7 +167,7 @@ impl State {
             warn!(%error, "ignoring an undecodable frame from the server");
             return;
         };
-        // SYSTEM.md shows responses without the `type` tag; accept that spelling too.
+        // docs/design.md#protocol writes responses without the `type` tag; accept that too.
         let outcome = if value.get("type").is_none() {
             if let Some(result) = value.get("result") {
                 Ok(result.clone())

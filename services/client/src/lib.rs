@@ -16,6 +16,7 @@ mod view;
 
 pub use connection::{Client, ConnectOptions, Notification, Notifications};
 pub use error::{ClientError, Result};
+pub use methods::Calls;
 pub use view::{catch_up, Offer, SessionView};
 
 /// Re-exported so users of the client need not depend on the protocol crate for the basics.

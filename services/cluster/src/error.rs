@@ -14,6 +14,10 @@ pub enum ClusterError {
     /// The session lease is no longer held by this instance.
     #[error("lease lost for session {0}")]
     LeaseLost(String),
+    /// This instance's registry entry lapsed (its incarnation is gone): it may take no lease
+    /// until it registered again.
+    #[error("instance {0} is not registered")]
+    NotRegistered(String),
     /// The remote handler answered with an error.
     #[error("remote error: {0}")]
     Remote(String),

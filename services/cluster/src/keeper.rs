@@ -1,28 +1,31 @@
-//! [`LeaseKeeper`]: renews every lease an instance holds and says at once when one is lost.
+//! [`LeaseKeeper`]: the leases an instance holds, valid exactly as long as its registry
+//! entry, and the report of every lease lost the moment that entry can no longer be relied
+//! on.
 //!
-//! The keeper never trusts a lease longer than its last *confirmed* renewal allows: each
-//! lease is valid locally until `sent_at + ttl - margin`, where `sent_at` is when the last
-//! successful acquire or renew was sent (Redis started its TTL after that). When that moment
-//! passes without a confirmation — Redis unreachable, a slow network, or this process paused
-//! past its TTL — the lease is reported lost, even if no renewal ever failed. A renewal that
-//! answers "not yours" is reported at once; a renewal that errors is retried quickly until
-//! the local deadline, because the lease may well still be ours and nobody else can take it
-//! before it expires anyway.
+//! Nothing here talks to Redis per session: the instance's one heartbeat
+//! ([`crate::Registration`]) keeps every lease of its incarnation alive. The keeper never
+//! trusts a lease past the heartbeat's last *confirmed* deadline ([`Liveness::valid_until`],
+//! judged by this process's monotonic clock): when that moment passes without a newer
+//! confirmation — Redis unreachable, a slow network, or this process paused past its TTL —
+//! every lease is reported lost at once, before any other task of a woken process could
+//! rely on one, and [`LeaseKeeper::lease`] already refuses them synchronously. When the
+//! entry had lapsed and the heartbeat registered a new incarnation, the old incarnation's
+//! leases are reported lost too: other instances may have taken them over.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
-use futures::stream::{FuturesUnordered, StreamExt};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::{debug, instrument, warn};
 
 use crate::error::{ClusterError, Result};
-use crate::lease::{Lease, Leases};
+use crate::lease::{Holder, Lease, Leases};
+use crate::registry::{Liveness, Registration};
 
-/// Renews held leases every TTL/3 and reports lost ones (by session key) on a channel.
+/// Holds an instance's leases and reports lost ones (by session key) on a channel.
 /// Cheap to clone; the background task stops when the last clone is dropped.
 #[derive(Clone)]
 pub struct LeaseKeeper {
@@ -40,20 +43,12 @@ impl std::fmt::Debug for LeaseKeeper {
 
 struct State {
     leases: Leases,
-    held: Mutex<HashMap<String, Held>>,
+    instance_id: String,
+    liveness: watch::Receiver<Liveness>,
+    held: Mutex<HashMap<String, Lease>>,
     lost: mpsc::UnboundedSender<String>,
-    changed: Notify,
-    /// Safety margin subtracted from every local deadline (clock-rate differences and the
-    /// time the runtime needs to stop writing).
-    margin: Duration,
-    /// Successful renewals, for the `leases renewed` metric.
-    renewals: std::sync::atomic::AtomicU64,
-}
-
-#[derive(Clone)]
-struct Held {
-    lease: Lease,
-    valid_until: Instant,
+    /// Heartbeat confirmations seen, for the `leases renewed` metric.
+    confirmations: AtomicU64,
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -62,24 +57,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl LeaseKeeper {
-    /// How many renewals succeeded since start.
-    pub fn renewals(&self) -> u64 {
-        self.state
-            .renewals
-            .load(std::sync::atomic::Ordering::Relaxed)
-    }
-
-    /// Starts the keeper task; the receiver yields the session key of every lease lost.
-    pub fn start(leases: Leases) -> (LeaseKeeper, mpsc::UnboundedReceiver<String>) {
+    /// Starts the keeper of `registration`'s instance; the receiver yields the session key
+    /// of every lease lost.
+    pub fn start(
+        leases: Leases,
+        registration: &Registration,
+    ) -> (LeaseKeeper, mpsc::UnboundedReceiver<String>) {
         let (lost, lost_rx) = mpsc::unbounded_channel();
-        let margin = leases.ttl() / 10;
         let state = Arc::new(State {
             leases,
+            instance_id: registration.instance_id().to_owned(),
+            liveness: registration.liveness(),
             held: Mutex::new(HashMap::new()),
             lost,
-            changed: Notify::new(),
-            margin,
-            renewals: std::sync::atomic::AtomicU64::new(0),
+            confirmations: AtomicU64::new(0),
         });
         let cancel = CancellationToken::new();
         tokio::spawn(run(state.clone(), cancel.clone()));
@@ -92,20 +83,41 @@ impl LeaseKeeper {
         )
     }
 
-    /// Starts renewing `lease` (replacing any earlier lease of the same session).
+    /// How many heartbeat confirmations (each renewing every held lease) were seen.
+    pub fn renewals(&self) -> u64 {
+        self.state.confirmations.load(Ordering::Relaxed)
+    }
+
+    /// Who this instance is right now, to acquire leases with.
+    pub fn holder(&self) -> Holder {
+        Holder {
+            instance_id: self.state.instance_id.clone(),
+            incarnation: self.state.liveness.borrow().incarnation.clone(),
+        }
+    }
+
+    /// Starts holding `lease` (replacing any earlier lease of the same session). A lease
+    /// of an incarnation that is already gone is reported lost at once.
     pub fn hold(&self, lease: Lease) {
-        let valid_until = lease.acquired_at + self.state.leases.ttl() - self.state.margin;
+        let current = self.state.liveness.borrow().incarnation == lease.incarnation;
+        if !current {
+            report_lost(&self.state, &lease, "taken by an incarnation that is gone");
+            return;
+        }
         debug!(session = %lease.session_key, fence = lease.fence, "holding lease");
-        lock(&self.state.held).insert(lease.session_key.clone(), Held { lease, valid_until });
-        self.state.changed.notify_one();
+        lock(&self.state.held).insert(lease.session_key.clone(), lease);
     }
 
     /// The held lease of a session if it is still valid by the local deadline.
     pub fn lease(&self, session_key: &str) -> Option<Lease> {
-        let held = lock(&self.state.held);
-        held.get(session_key)
-            .filter(|h| Instant::now() < h.valid_until)
-            .map(|h| h.lease.clone())
+        let live = self.state.liveness.borrow().clone();
+        if !live.is_valid() {
+            return None;
+        }
+        lock(&self.state.held)
+            .get(session_key)
+            .filter(|lease| lease.incarnation == live.incarnation)
+            .cloned()
     }
 
     /// The fence to write with, or [`ClusterError::LeaseLost`] when the lease is not held
@@ -123,12 +135,13 @@ impl LeaseKeeper {
         keys
     }
 
-    /// Stops renewing a lease without releasing it (it lapses after its TTL).
+    /// Stops holding a lease without releasing it (it stays ours in Redis until this
+    /// incarnation's entry lapses, or until released).
     pub fn forget(&self, session_key: &str) -> Option<Lease> {
-        lock(&self.state.held).remove(session_key).map(|h| h.lease)
+        lock(&self.state.held).remove(session_key)
     }
 
-    /// Stops renewing and deletes the lease if it is still ours, so another instance can
+    /// Stops holding and deletes the lease if it is still ours, so another instance can
     /// take over at once. `false` when it was not held or already taken over.
     #[instrument(skip_all, fields(session = %session_key))]
     pub async fn release(&self, session_key: &str) -> Result<bool> {
@@ -140,10 +153,7 @@ impl LeaseKeeper {
 
     /// Releases every held lease (drain); returns how many were still ours.
     pub async fn release_all(&self) -> Result<usize> {
-        let leases: Vec<Lease> = lock(&self.state.held)
-            .drain()
-            .map(|(_, h)| h.lease)
-            .collect();
+        let leases: Vec<Lease> = lock(&self.state.held).drain().map(|(_, l)| l).collect();
         let mut released = 0;
         let mut first_error = None;
         for lease in leases {
@@ -162,108 +172,51 @@ impl LeaseKeeper {
     }
 }
 
+/// Watches the liveness: reports the leases of a gone incarnation, and every lease when
+/// the confirmed deadline passes.
 async fn run(state: Arc<State>, cancel: CancellationToken) {
-    let interval = state.leases.ttl() / 3;
-    let retry = (state.leases.ttl() / 10).max(Duration::from_millis(10));
-    let mut next_round = Instant::now() + interval;
+    let mut liveness = state.liveness.clone();
     loop {
-        let earliest = lock(&state.held).values().map(|h| h.valid_until).min();
-        let wake = earliest.map_or(next_round, |e| e.min(next_round));
+        let live = liveness.borrow_and_update().clone();
+        if live.valid_until.is_some() {
+            state.confirmations.fetch_add(1, Ordering::Relaxed);
+        }
+        drop_where(
+            &state,
+            |lease| lease.incarnation != live.incarnation,
+            "the registry entry lapsed (new incarnation)",
+        );
+        let deadline = live.valid_until.filter(|until| *until > Instant::now());
+        if deadline.is_none() {
+            drop_where(&state, |_| true, "liveness not confirmed before expiry");
+        }
+        let expiry = async {
+            match deadline {
+                Some(until) => tokio::time::sleep_until(until).await,
+                None => std::future::pending().await,
+            }
+        };
         tokio::select! {
             () = cancel.cancelled() => return,
-            () = state.changed.notified() => continue,
-            () = tokio::time::sleep_until(wake) => {}
-        }
-        expire_overdue(&state);
-        if Instant::now() >= next_round {
-            let all_confirmed = renew_round(&state).await;
-            next_round = Instant::now() + if all_confirmed { interval } else { retry };
+            changed = liveness.changed() => if changed.is_err() { return },
+            () = expiry => {}
         }
     }
 }
 
-/// Reports every lease whose local deadline has passed.
-fn expire_overdue(state: &State) {
-    let now = Instant::now();
-    let overdue: Vec<Held> = {
+/// Removes and reports every held lease matching `lost`.
+fn drop_where(state: &State, lost: impl Fn(&Lease) -> bool, reason: &'static str) {
+    let dropped: Vec<Lease> = {
         let mut held = lock(&state.held);
         let keys: Vec<String> = held
             .iter()
-            .filter(|(_, h)| h.valid_until <= now)
-            .map(|(k, _)| k.clone())
+            .filter(|(_, lease)| lost(lease))
+            .map(|(key, _)| key.clone())
             .collect();
-        keys.iter().filter_map(|k| held.remove(k)).collect()
+        keys.iter().filter_map(|key| held.remove(key)).collect()
     };
-    for h in overdue {
-        report_lost(state, &h.lease, "renewal not confirmed before expiry");
-    }
-}
-
-/// Renews every held lease concurrently, handling each result as it arrives so a lost
-/// lease is reported without waiting for the slowest renewal. Returns whether every
-/// renewal got an answer.
-async fn renew_round(state: &State) -> bool {
-    let snapshot: Vec<Held> = lock(&state.held).values().cloned().collect();
-    let mut pending: FuturesUnordered<_> = snapshot
-        .into_iter()
-        .map(|h| async move {
-            let sent_at = Instant::now();
-            // Never wait past the local deadline: an answer after it could not make the
-            // lease valid again in between.
-            let outcome =
-                tokio::time::timeout_at(h.valid_until, state.leases.renew(&h.lease)).await;
-            (h, sent_at, outcome)
-        })
-        .collect();
-    let mut all_confirmed = true;
-    while let Some((h, sent_at, outcome)) = pending.next().await {
-        match outcome {
-            Ok(Ok(true)) => {
-                state
-                    .renewals
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let mut held = lock(&state.held);
-                if let Some(current) = held.get_mut(&h.lease.session_key) {
-                    if current.lease == h.lease {
-                        current.valid_until = sent_at + state.leases.ttl() - state.margin;
-                    }
-                }
-            }
-            Ok(Ok(false)) => {
-                if take_if_current(state, &h.lease) {
-                    report_lost(state, &h.lease, "lease taken over or expired");
-                }
-            }
-            Ok(Err(err)) => {
-                all_confirmed = false;
-                warn!(
-                    session = %h.lease.session_key,
-                    fence = h.lease.fence,
-                    error = %err,
-                    "lease renewal failed, retrying until expiry"
-                );
-            }
-            Err(_) => {
-                if take_if_current(state, &h.lease) {
-                    report_lost(state, &h.lease, "renewal not confirmed before expiry");
-                }
-            }
-        }
-    }
-    all_confirmed
-}
-
-/// Removes the lease from the held set unless it was released or replaced meanwhile.
-fn take_if_current(state: &State, lease: &Lease) -> bool {
-    let mut held = lock(&state.held);
-    if held
-        .get(&lease.session_key)
-        .is_some_and(|h| h.lease == *lease)
-    {
-        held.remove(&lease.session_key);
-        true
-    } else {
-        false
+    for lease in dropped {
+        report_lost(state, &lease, reason);
     }
 }
 

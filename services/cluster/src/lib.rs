@@ -1,5 +1,5 @@
-//! Redis coordination for the cluster profile (SYSTEM.md §6): the instance registry, session
-//! leases with fencing tokens, request/reply RPC between instances over Redis Streams, and
+//! Redis coordination for the cluster profile (docs/design.md, "Cluster"): the instance
+//! registry and the liveness every lease rests on, session leases with fencing tokens, request/reply RPC between instances over Redis Streams, and
 //! pub/sub hints of new session events.
 //!
 //! Redis holds only what may be lost. PostgreSQL is the source of truth: a lost lease is
@@ -24,7 +24,7 @@ pub use conn::{ConnOptions, Keys, Redis};
 pub use error::{ClusterError, Result};
 pub use hints::{Hint, HintEvent, HintStream, Hints};
 pub use keeper::LeaseKeeper;
-pub use lease::{Lease, LeaseOptions, Leases};
+pub use lease::{Holder, Lease, Leases};
 pub use owned::Ownerships;
-pub use registry::{InstanceInfo, Registration, Registry};
+pub use registry::{InstanceInfo, Liveness, Registration, Registry};
 pub use rpc::{recover_dead_instance, RpcClient, RpcHandler, RpcOptions, RpcRequest, RpcServer};

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod all {
+    pub mod bench;
     pub mod conn;
     pub mod hints;
     pub mod keeper;

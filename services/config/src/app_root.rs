@@ -1,7 +1,7 @@
 //! The AppRoot: one directory owning everything Lumina stores for a user, split into five
-//! ownership layers (SYSTEM.md §3) so each can be replaced, backed up or wiped on its own:
-//! `app/` (replaceable program resources), `config/` (what the user edits), `data/`
-//! (durable user data), `state/` (runtime state and logs), `cache/` (rebuildable).
+//! ownership layers (docs/design.md#approot) so each can be replaced, backed up or wiped on
+//! its own: `app/` (replaceable program resources), `config/` (what the user edits),
+//! `data/` (durable user data), `state/` (runtime state and logs), `cache/` (rebuildable).
 
 use std::path::{Path, PathBuf};
 

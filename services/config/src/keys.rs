@@ -66,11 +66,11 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("memory_embeddings", Kind::Str),
 ];
 
-/// The memory-model settings (SYSTEM.md §3), read only from the user's settings.json. They
-/// are deliberately not in [`KEYS`]: the environment layer reads `LUMINA_<KEY>` for every
-/// entry there, and the project and command-line layers drop these keys, so they reach
-/// [`crate::Settings::extra`] from settings.json alone. [`crate::Settings::memory_models`]
-/// checks and types them.
+/// The memory-model settings (docs/design.md#memory-model-settings), read only from the
+/// user's settings.json. They are deliberately not in [`KEYS`]: the environment layer reads
+/// `LUMINA_<KEY>` for every entry there, and the project and command-line layers drop these
+/// keys, so they reach [`crate::Settings::extra`] from settings.json alone.
+/// [`crate::Settings::memory_models`] checks and types them.
 pub(crate) const MEMORY_MODEL_KEYS: &[(&str, Kind)] = &[
     ("memory_bge_base_url", Kind::Str),
     ("memory_bge_api_key", Kind::Secret),

@@ -1,6 +1,7 @@
-//! Settings layers and their precedence (SYSTEM.md §3), lowest first: compiled defaults <
-//! `<AppRoot>/config/settings.json` < project `.Lumina/CONFIG/defaults.json` < environment
-//! (`LUMINA_*`, `LLM_*` for model keys, `LUMINA_*` wins) < command line.
+//! Settings layers and their precedence (docs/design.md#settings-precedence), lowest first:
+//! compiled defaults < `<AppRoot>/config/settings.json` < project
+//! `.Lumina/CONFIG/defaults.json` < environment (`LUMINA_*`, `LLM_*` for model keys,
+//! `LUMINA_*` wins) < command line.
 //!
 //! Every layer is a JSON object. Objects merge key by key (deep), other values replace,
 //! and `null` removes a lower layer's value so the compiled default applies again. Each
@@ -10,7 +11,7 @@
 //! - memory-model keys (`memory_bge_*`, `memory_reranker_*`) come only from the user's
 //!   settings.json;
 //! - the project defaults file is repository content anyone can commit, so it may not set
-//!   secrets (SYSTEM.md §2), the base URLs the user's keys are sent to, or loosen
+//!   secrets (docs/design.md#secrets), the base URLs the user's keys are sent to, or loosen
 //!   permissions (`permission_mode` other than `ask`, `permissions.allow`);
 //! - `permissions.deny` rules accumulate across layers: no layer lifts another's deny;
 //! - `hooks` lists accumulate the same way (per event, lower layer first, duplicates once),

@@ -1,4 +1,4 @@
-//! AppRoot layout and settings with their precedence (SYSTEM.md §3).
+//! AppRoot layout and settings with their precedence (docs/design.md#approot-and-settings).
 //!
 //! [`AppRoot`] resolves the one directory Lumina owns and names every well-known path in
 //! it. [`load`] merges the settings layers (compiled defaults < user settings.json <

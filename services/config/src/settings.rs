@@ -87,7 +87,8 @@ pub struct Settings {
     pub permission_mode: String,
     /// Allow and deny rules for tool calls. Default: empty.
     pub permissions: Permissions,
-    /// `local` or `cluster` (fail-closed, SYSTEM.md §2). Default: `local`.
+    /// `local` or `cluster` (fail-closed, docs/design.md#cluster-profile). Default:
+    /// `local`.
     pub session_runtime_backend: String,
     /// Largest WebSocket frame accepted, in bytes. Default: 4194304 (4 MiB).
     pub max_frame_bytes: usize,
@@ -129,8 +130,9 @@ pub struct Settings {
     pub jwt_jwks_url: Option<String>,
     /// Local JWKS file, instead of `jwt_jwks_url`. Default: none.
     pub jwt_jwks_file: Option<String>,
-    /// Session lease TTL in the cluster, ms (a dead owner's sessions move after this).
-    /// Default: 10000.
+    /// Liveness TTL of a cluster instance, ms: its registry entry, and so every session
+    /// lease it holds, lapses this long after its last heartbeat (one every TTL/4), and a
+    /// dead owner's sessions move at once after that. Default: 2000.
     pub cluster_lease_ttl_ms: u64,
     /// How long a drain waits for running turns before interrupting them, ms.
     /// Default: 30000.
@@ -155,10 +157,10 @@ pub struct Settings {
     /// Tokens of earlier evidence the Memory Fabric adds to the system prompt of a run's
     /// first step (when a memory store is configured). 0 disables it. Default: 1500.
     pub memory_context_tokens: u32,
-    /// Semantic compile of the Memory Fabric (SYSTEM §9 write path 2–3): after a run ends,
-    /// a background job sends the project's new evidence to `memory_compile_model` and
-    /// stores the grounded nodes it proposes (when a memory store is configured).
-    /// Default: false.
+    /// Semantic compile of the Memory Fabric (docs/design.md#memory-write-path, steps 2–3):
+    /// after a run ends, a background job sends the project's new evidence to
+    /// `memory_compile_model` and stores the grounded nodes it proposes (when a memory
+    /// store is configured). Default: false.
     pub memory_compile: bool,
     /// The model the semantic compile asks, on the session's endpoint. Default: none (the
     /// session's `api_model`).
@@ -227,7 +229,7 @@ impl Default for Settings {
             jwt_audience: None,
             jwt_jwks_url: None,
             jwt_jwks_file: None,
-            cluster_lease_ttl_ms: 10_000,
+            cluster_lease_ttl_ms: 2_000,
             cluster_drain_timeout_ms: 30_000,
             memory_fabric_store: None,
             web_search_url: None,
@@ -495,8 +497,8 @@ impl std::str::FromStr for MemoryEmbeddings {
 
 /// The Memory Fabric's model settings, typed: `memory_embeddings` (any layer) and the
 /// memory-model keys `memory_bge_*` / `memory_reranker_*`, which only the user's
-/// settings.json may set (SYSTEM.md §3). Built by [`Settings::memory_models`]. `Debug`
-/// redacts the keys.
+/// settings.json may set (docs/design.md#memory-model-settings). Built by
+/// [`Settings::memory_models`]. `Debug` redacts the keys.
 #[derive(Debug, Clone, PartialEq)]
 pub struct MemoryModels {
     /// `memory_embeddings`. Default: `auto`.

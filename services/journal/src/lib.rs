@@ -117,4 +117,11 @@ pub trait JournalStore: Send + Sync + 'static {
 
     /// The largest fence recorded for the session (0 when none).
     async fn fence(&self, session: &SessionKey) -> Result<Fence>;
+
+    /// Records `fence` as the session's fence and writes nothing else, so that from now on
+    /// every write carrying a smaller one is refused. A new owner claims a session it took
+    /// over before anything else: a former owner that still believes it owns the session
+    /// (paused, partitioned) can no longer commit from that moment, not only from the new
+    /// owner's first append. Refused with [`Error::Fenced`] when a larger fence is recorded.
+    async fn claim(&self, session: &SessionKey, fence: Fence) -> Result<()>;
 }

@@ -10,7 +10,7 @@
 //!
 //! - [`fixtures`]: the conformance suite's fixture server (`lumina-mcp-everything`).
 //!
-//! Spec digest: `shared/specs/mcp.md`.
+//! Spec digest: `docs/specs/mcp.md`.
 
 mod context;
 mod dispatch;

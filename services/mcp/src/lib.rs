@@ -1,4 +1,4 @@
-//! Model Context Protocol (spec digest: `shared/specs/mcp.md`): the JSON-RPC envelope and
+//! Model Context Protocol (spec digest: `docs/specs/mcp.md`): the JSON-RPC envelope and
 //! protocol revisions shared by Lumina's MCP client and server, and the MCP client.
 //!
 //! - [`jsonrpc`]: messages, ids, error codes.

@@ -13,7 +13,7 @@ pub enum Error {
         source_id: String,
     },
     /// A writer with a newer fence has written to the space: this writer must stop
-    /// (SYSTEM.md §6, as the journal's fences).
+    /// (docs/design.md#fencing, as the journal's fences).
     #[error("space {space} is fenced: writer fence {fence} < recorded fence {current}")]
     Fenced {
         /// The project space.

@@ -1,4 +1,4 @@
-//! The Memory Fabric (SYSTEM.md §9): grounded long-term memory for agents.
+//! The Memory Fabric (docs/design.md#memory-fabric): grounded long-term memory for agents.
 //!
 //! This crate owns
 //! - the **ledger** contract ([`MemoryStore`]): immutable evidence rows with checksums, a

@@ -1,5 +1,6 @@
-//! The rerank extension of the read path (SYSTEM.md §9): a cross-encoder behind an HTTP
-//! endpoint re-scores the pipeline's best candidates before evidence selection.
+//! The rerank extension of the read path (docs/design.md#embeddings-and-rerank): a
+//! cross-encoder behind an HTTP endpoint re-scores the pipeline's best candidates before
+//! evidence selection.
 //!
 //! Wire format: `POST {base}/rerank` with `{"model", "query", "documents": [...],
 //! "top_n"}` and a bearer key; the answer is `{"results": [{"index", "relevance_score"}]}`

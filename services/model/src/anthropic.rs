@@ -1,4 +1,5 @@
-//! Anthropic Messages API: request body and stream parser (spec model-streaming §3).
+//! Anthropic Messages API: request body and stream parser
+//! (docs/specs/model-streaming.md#anthropic-messages).
 
 use std::collections::BTreeMap;
 

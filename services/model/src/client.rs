@@ -1,5 +1,6 @@
-//! [`ModelClient`]: one streamed turn with retries (spec §4) and the fallback rule
-//! (SYSTEM.md §7).
+//! [`ModelClient`]: one streamed turn with retries
+//! (docs/specs/model-streaming.md#retry-policy) and the fallback rule
+//! (docs/design.md#fallback).
 
 use std::time::{Duration, SystemTime};
 
@@ -101,10 +102,10 @@ impl ModelClient {
     /// Stream one model turn. Text and thinking fragments go to `on_delta` as they arrive;
     /// the assembled turn is returned at the end.
     ///
-    /// Retries (spec §4) happen only while nothing has been forwarded for the current
-    /// attempt; the fallback endpoint is used only after the primary's retries are
-    /// exhausted with a fallback-eligible error and nothing was emitted. Cancelling `cancel`
-    /// ends the call promptly with [`ModelError::Cancelled`].
+    /// Retries (docs/specs/model-streaming.md#retry-policy) happen only while nothing has
+    /// been forwarded for the current attempt; the fallback endpoint is used only after the
+    /// primary's retries are exhausted with a fallback-eligible error and nothing was
+    /// emitted. Cancelling `cancel` ends the call promptly with [`ModelError::Cancelled`].
     pub async fn stream(
         &self,
         req: &ChatRequest,

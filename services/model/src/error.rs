@@ -41,8 +41,8 @@ impl ModelError {
         )
     }
 
-    /// Whether the fallback model may be tried after retries are exhausted (SYSTEM §7:
-    /// only 429, 5xx, timeout, EOF or network errors).
+    /// Whether the fallback model may be tried after retries are exhausted
+    /// (docs/design.md#fallback: only 429, 5xx, timeout, EOF or network errors).
     pub fn allows_fallback(&self) -> bool {
         self.is_retryable()
     }

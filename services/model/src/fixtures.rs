@@ -1,4 +1,5 @@
-//! Byte-exact SSE transcripts shared by the unit tests (spec §7).
+//! Byte-exact SSE transcripts shared by the unit tests
+//! (docs/specs/model-streaming.md#test-transcripts).
 
 pub const ANTHROPIC_TOOL_THINKING: &str =
     include_str!("../tests/fixtures/anthropic_tool_thinking.sse");

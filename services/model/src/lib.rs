@@ -1,5 +1,6 @@
 //! Streaming clients for the Anthropic Messages API and OpenAI-compatible Chat Completions,
-//! with the SDKs' retry policy and the fallback rule of SYSTEM.md §3/§7.
+//! with the SDKs' retry policy and the fallback rule (docs/design.md#model-settings,
+//! docs/design.md#fallback; wire formats: docs/specs/model-streaming.md).
 //!
 //! Entry point: [`ModelClient::stream`]. Module map: [`sse`] decodes the byte stream,
 //! `anthropic`/`openai` build request bodies and parse each vendor's events, `retry` holds

@@ -1,5 +1,6 @@
 //! OpenAI-compatible Chat Completions: request body and chunk parser
-//! (spec model-streaming §2, including the compat-server quirks listed there).
+//! (docs/specs/model-streaming.md#openai-compatible-chat-completions, including the
+//! compat-server quirks listed there).
 
 use std::collections::BTreeMap;
 

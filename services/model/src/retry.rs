@@ -1,4 +1,4 @@
-//! The retry policy of the vendors' SDKs (Stainless `_base_client.py`, spec §4).
+//! The retry policy of the vendors' SDKs (docs/specs/model-streaming.md#retry-policy).
 
 use std::time::{Duration, SystemTime};
 

@@ -1,4 +1,4 @@
-//! Incremental Server-Sent Events decoder (spec model-streaming §1).
+//! Incremental Server-Sent Events decoder (docs/specs/model-streaming.md#sse-decoding).
 //!
 //! Bytes arrive in arbitrary network chunks; lines are split on raw bytes first and only
 //! whole lines are UTF-8 decoded, so a multibyte character split across two chunks is

@@ -1,5 +1,5 @@
 //! Integration tests of `lumina-model` against the scripted model server, for both wire
-//! formats. One test binary (CONVENTIONS "Tests").
+//! formats. One test binary (CONTRIBUTING.md#tests).
 
 // Scenario functions are plain `async fn`s called from generated `#[tokio::test]`s, which
 // clippy's `allow-unwrap-in-tests` does not recognise as test code.
@@ -7,6 +7,7 @@
 
 mod all {
     pub mod errors;
+    mod fuzz_corpus;
     pub mod retries;
     pub mod streaming;
     pub mod support;

@@ -3,26 +3,29 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::table::Method;
 use crate::{EventFrame, GoalBudgets, GoalState, GoalUsage, Usage};
 
-pub const HELLO: &str = "hello";
-pub const SESSION_CREATE: &str = "session.create";
-pub const SESSION_LIST: &str = "session.list";
-pub const SESSION_INFO: &str = "session.info";
-pub const SESSION_RESUME: &str = "session.resume";
-pub const SESSION_EVENTS: &str = "session.events";
-pub const SESSION_SUBMIT: &str = "session.submit";
-pub const SESSION_INTERRUPT: &str = "session.interrupt";
-pub const SESSION_ARCHIVE: &str = "session.archive";
-pub const PERMISSION_RESPOND: &str = "permission.respond";
-pub const GOAL_START: &str = "goal.start";
-pub const GOAL_PAUSE: &str = "goal.pause";
-pub const GOAL_RESUME: &str = "goal.resume";
-pub const GOAL_CANCEL: &str = "goal.cancel";
-pub const MCP_STATUS: &str = "mcp.status";
-pub const MCP_TRUST: &str = "mcp.trust";
-pub const ADMIN_DRAIN: &str = "admin.drain";
-pub const ADMIN_SHUTDOWN: &str = "admin.shutdown";
+// The wire names, for callers that match on strings; the table in `crate::table` is the
+// one declaration.
+pub const HELLO: &str = Method::Hello.name();
+pub const SESSION_CREATE: &str = Method::SessionCreate.name();
+pub const SESSION_LIST: &str = Method::SessionList.name();
+pub const SESSION_INFO: &str = Method::SessionInfo.name();
+pub const SESSION_RESUME: &str = Method::SessionResume.name();
+pub const SESSION_EVENTS: &str = Method::SessionEvents.name();
+pub const SESSION_SUBMIT: &str = Method::SessionSubmit.name();
+pub const SESSION_INTERRUPT: &str = Method::SessionInterrupt.name();
+pub const SESSION_ARCHIVE: &str = Method::SessionArchive.name();
+pub const PERMISSION_RESPOND: &str = Method::PermissionRespond.name();
+pub const GOAL_START: &str = Method::GoalStart.name();
+pub const GOAL_PAUSE: &str = Method::GoalPause.name();
+pub const GOAL_RESUME: &str = Method::GoalResume.name();
+pub const GOAL_CANCEL: &str = Method::GoalCancel.name();
+pub const MCP_STATUS: &str = Method::McpStatus.name();
+pub const MCP_TRUST: &str = Method::McpTrust.name();
+pub const ADMIN_DRAIN: &str = Method::AdminDrain.name();
+pub const ADMIN_SHUTDOWN: &str = Method::AdminShutdown.name();
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct HelloParams {
@@ -227,6 +230,18 @@ pub struct PermissionRespondParams {
     pub decision: crate::Decision,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+}
+
+/// Params of methods that take none (`{}` or `null`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Empty {}
+
+/// Result of `admin.drain`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DrainResult {
+    pub ok: bool,
+    /// Leases handed back (sessions other instances may now take).
+    pub released: usize,
 }
 
 /// Result of methods that only acknowledge.

@@ -276,6 +276,9 @@ impl Runtime {
             }
             session.cancel_all();
             sessions.remove(session_id);
+            // A newer owner's fence refused our writes: whatever lease we still believe we
+            // hold is stale, so let go of it before asking again.
+            self.ownership.release(session_id).await;
         }
         let key = self.key(session_id);
         let record = self

@@ -1,6 +1,7 @@
-//! MCP servers in a run (SYSTEM.md §7): the project's and the user's servers
-//! (`lumina_mcp::McpManager`) offer their tools as `mcp__<server>__<tool>`, which go through
-//! hooks and the permission engine like any tool (not read-only → asked in `ask` mode).
+//! MCP servers in a run (docs/design.md#mcp): the project's and the user's servers
+//! (`lumina_mcp::McpManager`) offer their tools as `mcp__<server>__<tool>`, which go
+//! through hooks and the permission engine like any tool (not read-only → asked in `ask`
+//! mode).
 //!
 //! A project server (`<project>/.mcp.json`) runs only once trusted. At the start of a
 //! top-level run each untrusted project server is put to the user (`crate::trust`) as the

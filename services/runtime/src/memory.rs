@@ -1,5 +1,5 @@
-//! Agent integration of the Memory Fabric (SYSTEM.md §9): what the runtime writes to the
-//! optional [`MemoryStore`] and how runs read from it.
+//! Agent integration of the Memory Fabric (docs/design.md#memory-fabric): what the runtime
+//! writes to the optional [`MemoryStore`] and how runs read from it.
 //!
 //! - **Write path** ([`MemorySink`]): every visible `message.user`, `message.assistant`
 //!   (text) and `tool.completed` event of a session's main stream becomes evidence right

@@ -1,5 +1,6 @@
-//! Per-run settings: the layered settings of SYSTEM §3 (re-read before every turn) plus the
-//! submit's overrides, resolved into a model client, a permission engine and tool limits.
+//! Per-run settings: the layered settings of docs/design.md#settings-precedence (re-read
+//! before every turn) plus the submit's overrides, resolved into a model client, a
+//! permission engine and tool limits.
 
 use std::path::Path;
 use std::time::Duration;

@@ -1,6 +1,7 @@
-//! Project instructions (SYSTEM.md §7): `{project}/LUMINA.md`, `{project}/AGENTS.md`,
-//! then the user's `<AppRoot>/config/instructions/LUMINA.md` and `AGENTS.md`. All are
-//! optional; the runtime compiles what is found into the model context in this order.
+//! Project instructions (docs/design.md#instructions-and-skills): `{project}/LUMINA.md`,
+//! `{project}/AGENTS.md`, then the user's `<AppRoot>/config/instructions/LUMINA.md` and
+//! `AGENTS.md`. All are optional; the runtime compiles what is found into the model context
+//! in this order.
 
 use std::collections::HashSet;
 use std::io::Read;

@@ -1,8 +1,9 @@
-//! Skill discovery (SYSTEM.md §7). A skill is a folder with a `SKILL.md`: front matter
-//! (`name`, `description`) and Markdown instructions. Four locations, highest priority
-//! first: `{project}/skills/`, `{project}/.Lumina/PROJECT_SKILLS/`,
-//! `<AppRoot>/config/skills/`, `<AppRoot>/app/resources/skills/`. When two skills share a
-//! name the higher-priority one wins and the conflict is reported.
+//! Skill discovery (docs/design.md#instructions-and-skills). A skill is a folder with a
+//! `SKILL.md`: front matter (`name`, `description`) and Markdown instructions. Four
+//! locations, highest priority first: `{project}/skills/`,
+//! `{project}/.Lumina/PROJECT_SKILLS/`, `<AppRoot>/config/skills/`,
+//! `<AppRoot>/app/resources/skills/`. When two skills share a name the higher-priority one
+//! wins and the conflict is reported.
 //!
 //! What happens to imperfect skills:
 //! - **defaulted**: no front matter, or no `name` → the folder name; no `description` →

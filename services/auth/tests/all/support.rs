@@ -56,6 +56,8 @@ pub fn claims() -> Value {
 enum Pair {
     Rsa(RsaKeyPair),
     Ec(EcdsaKeyPair),
+    /// P-384: never usable by the verifier (only P-256 is), so it only signs hostile tokens.
+    Ec384(EcdsaKeyPair),
     Ed(Ed25519KeyPair),
 }
 
@@ -86,6 +88,17 @@ impl TestKey {
         }
     }
 
+    pub fn ec384(kid: &str) -> TestKey {
+        let rng = SystemRandom::new();
+        let alg = &signature::ECDSA_P384_SHA384_FIXED_SIGNING;
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(alg, &rng).expect("generate P-384");
+        let pair = EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).expect("parse P-384");
+        TestKey {
+            kid: kid.into(),
+            pair: Pair::Ec384(pair),
+        }
+    }
+
     pub fn ed(kid: &str) -> TestKey {
         let pkcs8 = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).expect("generate Ed25519");
         let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).expect("parse Ed25519");
@@ -99,6 +112,7 @@ impl TestKey {
         match self.pair {
             Pair::Rsa(_) => "RS256",
             Pair::Ec(_) => "ES256",
+            Pair::Ec384(_) => "ES384",
             Pair::Ed(_) => "EdDSA",
         }
     }
@@ -117,6 +131,12 @@ impl TestKey {
                 json!({"kty": "EC", "crv": "P-256", "kid": self.kid, "alg": "ES256", "use": "sig",
                        "x": b64(&point[1..33]), "y": b64(&point[33..])})
             }
+            Pair::Ec384(pair) => {
+                let point = pair.public_key().as_ref();
+                assert_eq!((point.len(), point[0]), (97, 0x04));
+                json!({"kty": "EC", "crv": "P-384", "kid": self.kid, "alg": "ES384", "use": "sig",
+                       "x": b64(&point[1..49]), "y": b64(&point[49..])})
+            }
             Pair::Ed(pair) => {
                 json!({"kty": "OKP", "crv": "Ed25519", "kid": self.kid, "alg": "EdDSA", "use": "sig",
                        "x": b64(pair.public_key().as_ref())})
@@ -133,7 +153,7 @@ impl TestKey {
                     .expect("rsa sign");
                 sig
             }
-            Pair::Ec(pair) => pair
+            Pair::Ec(pair) | Pair::Ec384(pair) => pair
                 .sign(&rng, message)
                 .expect("ecdsa sign")
                 .as_ref()
@@ -152,8 +172,28 @@ impl TestKey {
 
     /// A token signed by this key under an arbitrary header.
     pub fn token_with_header(&self, header: &Value, claims: &Value) -> String {
-        let message = format!("{}.{}", b64(header.to_string()), b64(claims.to_string()));
+        self.token_from_json(&header.to_string(), &claims.to_string())
+    }
+
+    /// A token from literal JSON texts (which a `Value` cannot express: duplicate members,
+    /// trailing bytes, escapes), base64url-encoded and signed by this key.
+    pub fn token_from_json(&self, header: &str, claims: &str) -> String {
+        self.token_from_segments(&b64(header), &b64(claims))
+    }
+
+    /// Signs two already-encoded segments exactly as given (non-canonical encodings too).
+    pub fn token_from_segments(&self, header: &str, payload: &str) -> String {
+        let message = format!("{header}.{payload}");
         format!("{message}.{}", b64(self.sign(message.as_bytes())))
+    }
+
+    /// The public key bytes as published (SEC1 point, Ed25519 key, or RSA SPKI-less n).
+    pub fn public_key_bytes(&self) -> Vec<u8> {
+        match &self.pair {
+            Pair::Rsa(pair) => pair.public().as_ref().to_vec(),
+            Pair::Ec(pair) | Pair::Ec384(pair) => pair.public_key().as_ref().to_vec(),
+            Pair::Ed(pair) => pair.public_key().as_ref().to_vec(),
+        }
     }
 }
 

@@ -8,7 +8,7 @@ use std::time::Duration;
 use lumina_cluster::ClusterError;
 use lumina_journal::SessionKey;
 use lumina_protocol::methods::*;
-use lumina_protocol::{ErrorCode, ErrorObject, EventFrame};
+use lumina_protocol::{ErrorCode, ErrorObject, EventFrame, Method, Route};
 use lumina_runtime::projection::{self, Projection};
 use lumina_runtime::{journal::to_frame, Outbound};
 use serde::{Deserialize, Serialize};
@@ -18,10 +18,16 @@ use tracing::Instrument;
 
 use super::node::{session_key, Node};
 use super::subscribe;
-use crate::rpc::{self, parse, to_value, Reply};
+use crate::execute::{execute, ok, parse, to_value, Reply};
 
 /// The RPC method every forwarded session request uses.
 pub const RPC_SESSION: &str = "session";
+
+/// How often a gateway waiting for an owner's answer checks that the owner still lives.
+const OWNER_CHECK: Duration = Duration::from_millis(100);
+
+/// Pause before routing a request again after ownership moved.
+const RETRY_PAUSE: Duration = Duration::from_millis(50);
 
 /// A session request forwarded to its owner.
 #[derive(Debug, Serialize, Deserialize)]
@@ -40,37 +46,41 @@ pub enum ForwardReply {
 }
 
 impl Node {
-    /// Routes a session method for an authenticated identity.
+    /// Routes a session method for an authenticated identity, as the method table says:
+    /// `any` here, `store` from PostgreSQL, `owner` on the session's owner.
     pub async fn route(
         self: &Arc<Self>,
         identity: &Identity,
-        method: &str,
+        method: Method,
         params: Value,
     ) -> Reply {
         let tenant = identity.tenant.as_str();
+        match method.route() {
+            Route::Any => self.execute_local(tenant, method, params).await,
+            Route::Store => self.read(tenant, method, params).await,
+            Route::Owner => self.on_owner(tenant, method, params).await,
+            Route::Connection | Route::Instance => Err(ErrorObject::new(
+                ErrorCode::Internal,
+                format!("`{method}` is not a session method"),
+            )),
+        }
+    }
+
+    /// A read any instance answers from PostgreSQL.
+    async fn read(self: &Arc<Self>, tenant: &str, method: Method, params: Value) -> Reply {
         match method {
-            SESSION_CREATE => {
-                rpc::execute(
-                    &self.runtime(tenant),
-                    self.instance_id(),
-                    method,
-                    params,
-                    self.is_draining(),
-                )
-                .await
-            }
-            SESSION_LIST => {
+            Method::SessionList => {
                 let p: SessionListParams = parse(params)?;
                 let records = self
                     .store
                     .list_sessions(tenant, p.include_archived)
                     .await
                     .map_err(journal_error)?;
-                rpc::ok(SessionListResult {
+                ok(SessionListResult {
                     sessions: records.iter().map(projection::session_info).collect(),
                 })
             }
-            SESSION_EVENTS => {
+            Method::SessionEvents => {
                 let p: SessionEventsParams = parse(params)?;
                 self.require_session(tenant, &p.session_id).await?;
                 let limit = p.limit.unwrap_or(500).clamp(1, 1000) as usize;
@@ -87,13 +97,13 @@ impl Node {
                 let more = events.len() > limit;
                 events.truncate(limit);
                 let head_seq = self.store.head(&key).await.map_err(journal_error)?;
-                rpc::ok(SessionEventsResult {
+                ok(SessionEventsResult {
                     events,
                     head_seq,
                     more,
                 })
             }
-            SESSION_INFO => {
+            Method::SessionInfo => {
                 let p: SessionRef = parse(params)?;
                 let record = self.require_session(tenant, &p.session_id).await?;
                 let owner = self
@@ -102,28 +112,32 @@ impl Node {
                     .await
                     .map_err(cluster_error)?;
                 let (owner, fence) = owner.unwrap_or_default();
-                rpc::ok(SessionInfoResult {
+                ok(SessionInfoResult {
                     session: projection::session_info(&record),
                     owner,
                     fence,
                 })
             }
-            _ => {
-                let session_id = params
-                    .get("session_id")
-                    .and_then(|v| v.as_str())
-                    .ok_or_else(|| {
-                        ErrorObject::new(
-                            ErrorCode::InvalidParams,
-                            "invalid params: missing `session_id`",
-                        )
-                    })?
-                    .to_string();
-                self.require_session(tenant, &session_id).await?;
-                self.forward_to_owner(tenant, &session_id, method, params)
-                    .await
-            }
+            // A store read without a reader here is still answered right by the owner.
+            _ => self.on_owner(tenant, method, params).await,
         }
+    }
+
+    /// A method of one session, on its owner.
+    async fn on_owner(self: &Arc<Self>, tenant: &str, method: Method, params: Value) -> Reply {
+        let session_id = params
+            .get("session_id")
+            .and_then(|v| v.as_str())
+            .ok_or_else(|| {
+                ErrorObject::new(
+                    ErrorCode::InvalidParams,
+                    "invalid params: missing `session_id`",
+                )
+            })?
+            .to_string();
+        self.require_session(tenant, &session_id).await?;
+        self.forward_to_owner(tenant, &session_id, method, params)
+            .await
     }
 
     async fn require_session(
@@ -143,14 +157,15 @@ impl Node {
             })
     }
 
-    /// Runs a mutation on the owner. While the owner is unreachable (dead but its lease not
-    /// yet expired) it retries until the lease TTL has passed and another instance — this
-    /// one or a live peer — takes the session over.
+    /// Runs a mutation on the owner. The owner is the lease holder only while its registry
+    /// entry lives: a dead owner's session is free at once, and this instance (or, while it
+    /// drains, a live peer) takes it over. Ownership moving meanwhile is retried until the
+    /// lease TTL (plus slack) has passed.
     async fn forward_to_owner(
         self: &Arc<Self>,
         tenant: &str,
         session_id: &str,
-        method: &str,
+        method: Method,
         params: Value,
     ) -> Reply {
         let key = session_key(tenant, session_id);
@@ -162,7 +177,7 @@ impl Node {
                     self.execute_local(tenant, method, params.clone()).await
                 }
                 Some((owner, _)) => {
-                    self.call_owner(&owner, tenant, method, params.clone())
+                    self.call_live_owner(&key, &owner, tenant, method, params.clone())
                         .await
                 }
                 None if !self.is_draining() => {
@@ -179,15 +194,54 @@ impl Node {
             match attempt {
                 // Ownership moved (or the owner is gone): route again, until the deadline.
                 Err(e) if retryable(&e) && tokio::time::Instant::now() < deadline => {
-                    tokio::time::sleep(Duration::from_millis(200)).await;
+                    tokio::time::sleep(RETRY_PAUSE).await;
                 }
                 other => return other,
             }
         }
     }
 
-    async fn execute_local(&self, tenant: &str, method: &str, params: Value) -> Reply {
-        rpc::execute(
+    /// Calls `owner` and waits for its answer only while it stays the session's live owner:
+    /// the moment its registry entry lapses (it died) or another instance holds the lease,
+    /// the call is given up and the caller routes again — a dead owner never costs the
+    /// RPC deadline. (Given up is safe: a forwarded request that still runs on a woken
+    /// owner is refused there, since the lease is no longer its own, and a submit that did
+    /// run is found again by its idempotency key.)
+    async fn call_live_owner(
+        &self,
+        key: &str,
+        owner: &str,
+        tenant: &str,
+        method: Method,
+        params: Value,
+    ) -> Reply {
+        let call = self.call_owner(owner, tenant, method, params);
+        tokio::pin!(call);
+        let mut check = tokio::time::interval(OWNER_CHECK);
+        check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        check.tick().await;
+        loop {
+            tokio::select! {
+                reply = &mut call => return reply,
+                _ = check.tick() => match self.leases.owner(key).await {
+                    Ok(Some((current, _))) if current == owner => {}
+                    Ok(_) => {
+                        self.metrics.rpc_requests.with_label_values(&["owner_gone"]).inc();
+                        tracing::info!(session = %key, owner, "owner gone while waiting for its answer; routing again");
+                        return Err(ErrorObject::new(
+                            ErrorCode::Unavailable,
+                            format!("the owning instance {owner} is gone"),
+                        ));
+                    }
+                    // Redis trouble: the answer may still come.
+                    Err(_) => {}
+                },
+            }
+        }
+    }
+
+    async fn execute_local(&self, tenant: &str, method: Method, params: Value) -> Reply {
+        execute(
             &self.runtime(tenant),
             self.instance_id(),
             method,
@@ -197,10 +251,10 @@ impl Node {
         .await
     }
 
-    async fn call_owner(&self, owner: &str, tenant: &str, method: &str, params: Value) -> Reply {
+    async fn call_owner(&self, owner: &str, tenant: &str, method: Method, params: Value) -> Reply {
         let payload = to_value(Forwarded {
             tenant: tenant.to_string(),
-            method: method.to_string(),
+            method: method.name().to_string(),
             params,
         })?;
         // The caller's span continues on the owner: one request, one trace.
@@ -283,8 +337,14 @@ impl Node {
                 ));
             }
         }
+        let Some(method) = Method::from_name(&forwarded.method) else {
+            return ForwardReply::Err(ErrorObject::new(
+                ErrorCode::UnknownMethod,
+                format!("unknown method `{}`", forwarded.method),
+            ));
+        };
         match self
-            .execute_local(&forwarded.tenant, &forwarded.method, forwarded.params)
+            .execute_local(&forwarded.tenant, method, forwarded.params)
             .await
         {
             Ok(v) => ForwardReply::Ok(v),

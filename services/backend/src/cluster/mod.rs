@@ -7,10 +7,12 @@
 //! - `node.rs`: the instance — per-tenant runtimes, leases, readiness, drain.
 //! - `gateway.rs`: routing of requests to owners; reads from PostgreSQL.
 //! - `subscribe.rs` / `relay.rs`: events to subscribers on any instance.
+//! - `profile.rs`: the instance as the server's `Profile`.
 
 pub mod config;
 pub mod gateway;
 pub mod node;
+pub mod profile;
 pub mod relay;
 pub mod subscribe;
 
@@ -20,8 +22,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use lumina_auth::{AuthConfig, Authenticator, JwksSource};
 use lumina_cluster::{
-    ConnOptions, Hints, LeaseKeeper, LeaseOptions, Leases, Ownerships, Redis, Registry, RpcClient,
-    RpcOptions, RpcServer,
+    ConnOptions, Hints, LeaseKeeper, Leases, Ownerships, Redis, Registry, RpcClient, RpcOptions,
+    RpcServer,
 };
 use lumina_config::{AppRoot, Env};
 use lumina_journal::postgres::PgJournal;
@@ -34,7 +36,8 @@ pub use node::Node;
 
 use crate::metered::MeteredStore;
 use crate::metrics::Metrics;
-use crate::server::{self, AppState, Mode};
+use crate::profile::AppState;
+use crate::server;
 use config::JwksLocation;
 use gateway::{ForwardReply, Forwarded};
 use node::NodeParts;
@@ -103,14 +106,10 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
     .await
     .context("jwt_jwks_url / jwt_jwks_file: cannot load the JWKS")?;
 
-    let leases = Leases::new(
-        redis.clone(),
-        LeaseOptions {
-            ttl_ms: config.lease_ttl.as_millis() as u64,
-        },
-    );
-    let (keeper, mut lost) = LeaseKeeper::start(leases.clone());
+    let leases = Leases::new(redis.clone());
     let registry = Registry::new(redis.clone());
+    // The registry entry is this instance's liveness, and so every lease's: its TTL is the
+    // lease TTL.
     let registration = registry
         .register(
             &config.instance_id,
@@ -119,6 +118,7 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
         )
         .await
         .context("redis_url: cannot register this instance")?;
+    let (keeper, mut lost) = LeaseKeeper::start(leases.clone(), &registration);
     let ownerships = Ownerships::new(redis.clone());
     ownerships
         .join(&config.instance_id)
@@ -170,7 +170,7 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
     }));
     // Sessions of dead instances are taken over promptly.
     let sweep_node = node.clone();
-    let sweep_every = (config.lease_ttl / 8).max(std::time::Duration::from_millis(100));
+    let sweep_every = node.sweep_interval();
     tasks.push(tokio::spawn(async move {
         loop {
             tokio::time::sleep(sweep_every).await;
@@ -198,7 +198,7 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
     tasks.push(tokio::spawn(server.run(rpc_shutdown)));
 
     let state = Arc::new(AppState {
-        mode: Mode::Cluster(node.clone()),
+        profile: Arc::new(profile::ClusterProfile(node.clone())),
         metrics,
         info,
         max_frame_bytes: settings.max_frame_bytes,
@@ -275,10 +275,11 @@ pub async fn drain_instance(url: &str, env: &Env) -> anyhow::Result<()> {
     let (client, _notifications) = lumina_client::Client::connect_with(url, Some(token), options)
         .await
         .with_context(|| format!("cannot connect to {url}"))?;
-    let result: serde_json::Value = client
-        .call(lumina_protocol::methods::ADMIN_DRAIN, serde_json::json!({}))
+    let result = client
+        .calls()
+        .admin_drain(&lumina_protocol::methods::Empty {})
         .await
         .context("admin.drain failed")?;
-    println!("{result}");
+    println!("{}", serde_json::to_string(&result)?);
     Ok(())
 }

@@ -14,7 +14,7 @@ use lumina_config::{AppRoot, Env};
 use lumina_journal::postgres::PgJournal;
 use lumina_journal::{Fence, JournalStore, SessionKey};
 use lumina_memory::postgres::{PgMemory, PgMemoryOptions};
-use lumina_protocol::methods::Identity;
+use lumina_protocol::methods::{DrainResult, Identity};
 use lumina_runtime::{Ownership, Runtime, RuntimeOptions};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -64,8 +64,25 @@ pub struct Node {
     runtimes: Mutex<HashMap<String, Runtime>>,
     /// Serializes lease acquisition per process (acquire is rare and fast).
     acquire_lock: tokio::sync::Mutex<()>,
+    /// Sessions of dead instances another survivor is preferred to take, with when this
+    /// one first saw them free.
+    deferred: Mutex<HashMap<String, tokio::time::Instant>>,
     pub(super) relay: Relay,
     this: Weak<Node>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The rendezvous weight of `taker` for `key` (FNV-1a: the same on every instance).
+fn rendezvous(key: &str, taker: &str) -> u64 {
+    key.bytes()
+        .chain([0])
+        .chain(taker.bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+            (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+        })
 }
 
 /// The Redis key of a session: tenants never share one.
@@ -95,6 +112,7 @@ impl Node {
             shutdown: parts.shutdown,
             runtimes: Mutex::new(HashMap::new()),
             acquire_lock: tokio::sync::Mutex::new(()),
+            deferred: Mutex::new(HashMap::new()),
             relay,
             this: this.clone(),
         })
@@ -214,12 +232,23 @@ impl Node {
             .map_err(|e| lumina_runtime::Error::Unavailable(format!("journal: {e}")))?;
         let acquired = self
             .leases
-            .acquire_with_floor(&key, self.instance_id(), floor)
+            .acquire_with_floor(&key, &self.keeper.holder(), floor)
             .await
             .map_err(|e| lumina_runtime::Error::Unavailable(format!("leases: {e}")))?;
         match acquired {
             Some(lease) => {
                 let fence = lease.fence;
+                // Claimed in PostgreSQL before anything else: a former owner that still
+                // believes it owns the session can commit nothing from here on. A session
+                // being created has no row yet; its creation records the fence.
+                let session = SessionKey::new(tenant, session_id);
+                match self.store.claim(&session, fence).await {
+                    Ok(()) | Err(lumina_journal::Error::NotFound(_)) => {}
+                    Err(err) => {
+                        let _ = self.leases.release(&lease).await;
+                        return Err(err.into());
+                    }
+                }
                 self.keeper.hold(lease);
                 if let Err(err) = self.ownerships.record(self.instance_id(), &key).await {
                     tracing::debug!(error = %err, "ownership index not updated");
@@ -248,23 +277,28 @@ impl Node {
         }
     }
 
-    /// A lease was lost: stop all work on the session at once.
+    /// A lease was lost: stop all work on the session at once (the Redis bookkeeping after,
+    /// so an unreachable Redis cannot delay the eviction).
     pub async fn lease_lost(&self, key: &str) {
         self.keeper.forget(key);
-        let _ = self.ownerships.forget(self.instance_id(), key).await;
-        self.metrics.leases_lost.inc();
-        self.metrics
-            .sessions_owned
-            .set(self.keeper.held().len() as i64);
         if let Some((tenant, session_id)) = key.split_once('/') {
             let evicted = self.runtime(tenant).evict(session_id).await;
             tracing::warn!(session = %key, evicted, "lease lost; stopped work on the session");
         }
+        self.metrics.leases_lost.inc();
+        self.metrics
+            .sessions_owned
+            .set(self.keeper.held().len() as i64);
+        let _ = self.ownerships.forget(self.instance_id(), key).await;
     }
 
     /// Takes over the sessions of instances that died (left the registry without draining):
-    /// each session whose lease has lapsed is opened here, which journals its interrupted
-    /// work, so the session is ready when its client comes back.
+    /// each session whose holder is gone is opened here, which claims it and journals its
+    /// interrupted work, so the session is ready when its client comes back.
+    ///
+    /// Survivors share the work: each session has one preferred taker among the live
+    /// instances (rendezvous hashing), which takes it in its first round; the others take
+    /// it only if it is still free a round later (the preferred one died too, or drains).
     pub async fn sweep_dead_instances(&self) {
         if self.is_draining() {
             return;
@@ -283,7 +317,12 @@ impl Node {
                 return;
             }
         };
-        tracing::trace!(?members, live = ?live.iter().map(|l| l.instance_id.as_str()).collect::<Vec<_>>(), "sweep round");
+        let takers: Vec<&str> = live
+            .iter()
+            .filter(|l| !l.draining)
+            .map(|l| l.instance_id.as_str())
+            .collect();
+        tracing::trace!(?members, ?takers, "sweep round");
         for dead in members.iter().filter(|m| {
             m.as_str() != self.instance_id() && !live.iter().any(|l| &l.instance_id == *m)
         }) {
@@ -292,33 +331,58 @@ impl Node {
             };
             let mut pending = false;
             for key in &keys {
-                match self.leases.owner(key).await {
-                    Ok(None) => {
-                        if let Some((tenant, session_id)) = key.split_once('/') {
-                            match self.runtime(tenant).session(session_id).await {
-                                Ok(_) => {
-                                    tracing::info!(session = %key, dead = %dead, "took over a session of a dead instance")
-                                }
-                                Err(err) => {
-                                    pending = true;
-                                    tracing::debug!(session = %key, error = %err, "takeover deferred");
-                                }
-                            }
-                        }
-                    }
-                    // Still the dead instance's until its lease lapses: try again next round.
-                    Ok(Some((owner, _))) if &owner == dead => pending = true,
-                    Ok(Some(_)) => {}
-                    Err(_) => pending = true,
-                }
-                if !pending {
+                let done = match self.leases.owner(key).await {
+                    Ok(None) => self.take_over(key, dead, &takers).await,
+                    // Held by a live instance (taken over already, or the dead one's id
+                    // came back): not ours to sweep.
+                    Ok(Some(_)) => true,
+                    Err(_) => false,
+                };
+                if done {
                     let _ = self.ownerships.forget(dead, key).await;
+                    lock(&self.deferred).remove(key);
+                } else {
+                    pending = true;
                 }
             }
             if !pending {
                 let _ = self.ownerships.leave(dead).await;
             }
         }
+    }
+
+    /// Opens a free session of a dead instance if this instance is its preferred taker, or
+    /// if it stayed free for a sweep round. Returns whether the session is handled.
+    async fn take_over(&self, key: &str, dead: &str, takers: &[&str]) -> bool {
+        let preferred = takers
+            .iter()
+            .max_by_key(|taker| rendezvous(key, taker))
+            .is_none_or(|taker| *taker == self.instance_id());
+        if !preferred {
+            let now = tokio::time::Instant::now();
+            let first_seen = *lock(&self.deferred).entry(key.to_string()).or_insert(now);
+            if now.duration_since(first_seen) < self.sweep_interval() * 2 {
+                return false;
+            }
+        }
+        let Some((tenant, session_id)) = key.split_once('/') else {
+            return true;
+        };
+        match self.runtime(tenant).session(session_id).await {
+            Ok(_) => {
+                tracing::info!(session = %key, dead = %dead, preferred, "took over a session of a dead instance");
+                true
+            }
+            Err(err) => {
+                tracing::debug!(session = %key, error = %err, "takeover deferred");
+                false
+            }
+        }
+    }
+
+    /// How often survivors look for sessions of dead instances.
+    pub fn sweep_interval(&self) -> Duration {
+        (self.config.lease_ttl / 8).max(Duration::from_millis(100))
     }
 
     /// Brings counters kept elsewhere (the lease keeper's renewals) into the registry.
@@ -361,7 +425,7 @@ impl Node {
     /// Drain: take no new leases, let running turns finish (or interrupt them after the
     /// drain timeout so they are journaled as interrupted), then release every lease so
     /// other instances take the sessions over.
-    pub async fn drain(&self) -> Result<Value, lumina_protocol::ErrorObject> {
+    pub async fn drain(&self) -> Result<DrainResult, lumina_protocol::ErrorObject> {
         self.draining.store(true, Ordering::SeqCst);
         self.metrics.draining.set(1);
         if let Err(err) = self.registration.set_draining(true).await {
@@ -394,7 +458,7 @@ impl Node {
         }
         self.metrics.sessions_owned.set(0);
         tracing::info!(released, "drained");
-        Ok(json!({ "ok": true, "released": released }))
+        Ok(DrainResult { ok: true, released })
     }
 
     /// Shutdown: drain, then stop serving (the process exits 0).

@@ -1,6 +1,7 @@
-//! The Memory Fabric in the agent loop (SYSTEM.md §9): visible events become evidence,
-//! a new session's first step recalls it into the system prompt (`memory.recalled`), the
-//! `memory_remember`/`memory_search` tools, and project spaces never cross.
+//! The Memory Fabric in the agent loop (docs/design.md#memory-fabric): visible events
+//! become evidence, a new session's first step recalls it into the system prompt
+//! (`memory.recalled`), the `memory_remember`/`memory_search` tools, and project spaces
+//! never cross.
 
 use lumina_client::{Client, Notifications};
 use lumina_protocol::methods::{SessionCreateParams, SessionInfo};

@@ -103,7 +103,7 @@ async fn serve(socket: tokio_tungstenite::WebSocketStream<tokio::net::TcpStream>
                     "error": {"code": "frame_too_large", "message": "too big"}}));
                 frames.push(json!({"type": "response", "id": id, "result": {"ok": true}}));
             }
-            // An answer without the `type` tag, as SYSTEM.md spells responses.
+            // An answer without the `type` tag, as docs/design.md#protocol writes them.
             "untagged" => frames.push(json!({"id": id, "result": 42})),
             "slow" => {}
             "hang_up" => {

@@ -1,93 +1,127 @@
-//! The lease keeper: renewal, and reporting lost leases at once.
+//! The lease keeper: leases valid exactly as long as the instance's liveness, every one
+//! reported lost the moment that liveness can no longer be relied on.
 
 use std::time::Duration;
 
-use lumina_cluster::{ClusterError, LeaseKeeper, LeaseOptions, Leases};
+use lumina_cluster::{ClusterError, LeaseKeeper, Leases, Registration, Registry};
 use pretty_assertions::assert_eq;
 use tokio::time::{timeout, Instant};
 
 use super::support::{raw_cmd, start};
 
+async fn instance(
+    redis: &lumina_cluster::Redis,
+    id: &str,
+    ttl_ms: u64,
+) -> (
+    Registration,
+    LeaseKeeper,
+    tokio::sync::mpsc::UnboundedReceiver<String>,
+) {
+    let registration = Registry::new(redis.clone())
+        .register(id, "addr", Duration::from_millis(ttl_ms))
+        .await
+        .unwrap();
+    let (keeper, lost) = LeaseKeeper::start(Leases::new(redis.clone()), &registration);
+    (registration, keeper, lost)
+}
+
+async fn take(leases: &Leases, keeper: &LeaseKeeper, session: &str) -> u64 {
+    let lease = leases
+        .acquire(session, &keeper.holder())
+        .await
+        .unwrap()
+        .unwrap();
+    let fence = lease.fence;
+    keeper.hold(lease);
+    fence
+}
+
 #[tokio::test]
-async fn keeps_a_lease_alive_for_many_ttls() {
-    let (_server, redis) = start().await;
-    let leases = Leases::new(redis.clone(), LeaseOptions { ttl_ms: 600 });
-    let (keeper, mut lost) = LeaseKeeper::start(leases.clone());
-    let lease = leases.acquire("s", "a").await.unwrap().unwrap();
-    keeper.hold(lease.clone());
+async fn one_heartbeat_keeps_every_lease_alive_for_many_ttls() {
+    let (server, redis) = start().await;
+    let leases = Leases::new(redis.clone());
+    let (_a, keeper, mut lost) = instance(&redis, "a", 600).await;
+    let mut fences = Vec::new();
+    for i in 0..50 {
+        fences.push(take(&leases, &keeper, &format!("s{i}")).await);
+    }
+    let _: () = raw_cmd(&server, redis::cmd("CONFIG").arg("RESETSTAT")).await;
 
     tokio::time::sleep(Duration::from_millis(1800)).await;
     assert!(lost.try_recv().is_err());
     assert_eq!(
-        leases.owner("s").await.unwrap(),
-        Some(("a".to_owned(), lease.fence))
+        leases.owner("s7").await.unwrap(),
+        Some(("a".to_owned(), fences[7]))
     );
-    assert_eq!(keeper.fence("s").unwrap(), lease.fence);
-    assert_eq!(keeper.held(), vec!["s".to_owned()]);
-    // Nobody else can take it meanwhile.
-    assert_eq!(leases.acquire("s", "b").await.unwrap(), None);
+    assert_eq!(keeper.fence("s7").unwrap(), fences[7]);
+    assert_eq!(keeper.held().len(), 50);
+    assert!(keeper.renewals() >= 2, "{}", keeper.renewals());
+    // Nobody else can take one meanwhile.
+    let (_b, other, _) = instance(&redis, "b", 10_000).await;
+    assert_eq!(leases.acquire("s7", &other.holder()).await.unwrap(), None);
+    // What kept 50 leases alive for three TTLs: a's heartbeats (about 12, five commands each
+    // counting those inside the script) and our few calls — a renewal per lease would have
+    // been well over a thousand.
+    let info: String = raw_cmd(&server, redis::cmd("INFO").arg("stats")).await;
+    let commands: u64 = info
+        .lines()
+        .find_map(|l| l.strip_prefix("total_commands_processed:"))
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap();
+    assert!(
+        commands < 150,
+        "{commands} commands for 50 leases over 1.8 s"
+    );
 }
 
 #[tokio::test]
-async fn reports_a_deleted_lease_at_the_next_renewal() {
+async fn reports_every_lease_when_the_entry_lapsed_and_a_new_incarnation_registers() {
     let (server, redis) = start().await;
-    let leases = Leases::new(redis.clone(), LeaseOptions { ttl_ms: 3000 });
-    let (keeper, mut lost) = LeaseKeeper::start(leases.clone());
-    keeper.hold(leases.acquire("s", "a").await.unwrap().unwrap());
-    keeper.hold(leases.acquire("other", "a").await.unwrap().unwrap());
+    let leases = Leases::new(redis.clone());
+    let (a, keeper, mut lost) = instance(&redis, "a", 3000).await;
+    take(&leases, &keeper, "s").await;
+    take(&leases, &keeper, "other").await;
+    let old = a.incarnation();
 
-    let _: i64 = raw_cmd(&server, redis::cmd("DEL").arg("lumina:test:lease:{s}")).await;
+    // The entry vanishes (it expired while this process could not renew it).
+    let _: i64 = raw_cmd(&server, redis::cmd("DEL").arg("lumina:test:instance:a")).await;
     let deleted_at = Instant::now();
-    let session = timeout(Duration::from_secs(4), lost.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(session, "s");
-    // At the next renewal (every TTL/3 = 1 s), not at the local expiry (2.7 s).
+    let mut reported = vec![
+        timeout(Duration::from_secs(3), lost.recv())
+            .await
+            .unwrap()
+            .unwrap(),
+        timeout(Duration::from_secs(1), lost.recv())
+            .await
+            .unwrap()
+            .unwrap(),
+    ];
+    reported.sort();
+    assert_eq!(reported, vec!["other".to_owned(), "s".to_owned()]);
+    // At the next heartbeat (every TTL/4 = 750 ms), not at the local expiry (2.7 s).
     assert!(
         deleted_at.elapsed() < Duration::from_millis(2000),
         "{:?}",
         deleted_at.elapsed()
     );
+    assert_ne!(a.incarnation(), old);
     assert_eq!(
         keeper.fence("s"),
         Err(ClusterError::LeaseLost("s".to_owned()))
     );
-    assert_eq!(keeper.held(), vec!["other".to_owned()]);
-}
-
-#[tokio::test]
-async fn reports_a_stolen_lease() {
-    let (server, redis) = start().await;
-    let leases = Leases::new(redis.clone(), LeaseOptions { ttl_ms: 600 });
-    let (keeper, mut lost) = LeaseKeeper::start(leases.clone());
-    keeper.hold(leases.acquire("s", "a").await.unwrap().unwrap());
-
-    // Another instance overwrites the lease (as after a takeover the keeper did not see).
-    let _: () = raw_cmd(
-        &server,
-        redis::cmd("SET")
-            .arg("lumina:test:lease:{s}")
-            .arg("99|b")
-            .arg("PX")
-            .arg(10_000),
-    )
-    .await;
-    let session = timeout(Duration::from_secs(2), lost.recv())
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(session, "s");
-    assert_eq!(leases.owner("s").await.unwrap(), Some(("b".to_owned(), 99)));
+    assert!(keeper.held().is_empty());
+    // The new incarnation takes leases again.
+    take(&leases, &keeper, "s").await;
+    assert!(keeper.lease("s").is_some());
 }
 
 #[tokio::test]
 async fn reports_lost_leases_when_redis_is_gone_past_the_ttl() {
     let (mut server, redis) = start().await;
-    let leases = Leases::new(redis.clone(), LeaseOptions { ttl_ms: 1000 });
-    let (keeper, mut lost) = LeaseKeeper::start(leases.clone());
-    let lease = leases.acquire("s", "a").await.unwrap().unwrap();
-    keeper.hold(lease);
+    let leases = Leases::new(redis.clone());
+    let (_a, keeper, mut lost) = instance(&redis, "a", 1000).await;
+    take(&leases, &keeper, "s").await;
     tokio::time::sleep(Duration::from_millis(400)).await;
 
     server.stop();
@@ -97,9 +131,9 @@ async fn reports_lost_leases_when_redis_is_gone_past_the_ttl() {
         .unwrap()
         .unwrap();
     assert_eq!(session, "s");
-    // Due at the last confirmed renewal + TTL - 10 % (≤ 900 ms after the stop); the slack is
-    // for a loaded machine. The exact bound is the synchronous local check, see the paused-
-    // process test.
+    // Due at the last confirmed heartbeat + TTL - 10 % (≤ 900 ms after the stop); the slack
+    // is for a loaded machine. The exact bound is the synchronous local check, see the
+    // paused-process test.
     assert!(
         stopped_at.elapsed() <= Duration::from_millis(1500),
         "{:?}",
@@ -110,24 +144,25 @@ async fn reports_lost_leases_when_redis_is_gone_past_the_ttl() {
 
 #[test]
 fn a_process_paused_past_its_ttl_never_believes_it_still_holds_the_lease() {
-    // A current-thread runtime blocked by a sleep stands in for a paused process: the keeper
-    // task cannot run while the thread sleeps.
+    // A current-thread runtime blocked by a sleep stands in for a paused process: neither
+    // the heartbeat nor the keeper task can run while the thread sleeps.
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     rt.block_on(async {
         let (_server, redis) = start().await;
-        let leases = Leases::new(redis.clone(), LeaseOptions { ttl_ms: 300 });
-        let (keeper, mut lost) = LeaseKeeper::start(leases.clone());
-        keeper.hold(leases.acquire("s", "a").await.unwrap().unwrap());
+        let leases = Leases::new(redis.clone());
+        let (_a, keeper, mut lost) = instance(&redis, "a", 300).await;
+        take(&leases, &keeper, "s").await;
         assert!(keeper.lease("s").is_some());
 
         std::thread::sleep(Duration::from_millis(500));
         // Before the keeper even ran again, the local deadline already says "not ours".
         assert_eq!(keeper.lease("s"), None);
         assert!(keeper.fence("s").is_err());
-        let session = timeout(Duration::from_secs(1), lost.recv())
+        // And the first thing the woken keeper does is report it.
+        let session = timeout(Duration::from_millis(100), lost.recv())
             .await
             .unwrap()
             .unwrap();
@@ -138,18 +173,27 @@ fn a_process_paused_past_its_ttl_never_believes_it_still_holds_the_lease() {
 #[tokio::test]
 async fn release_through_the_keeper_lets_another_instance_in_at_once() {
     let (_server, redis) = start().await;
-    let leases = Leases::new(redis.clone(), LeaseOptions { ttl_ms: 10_000 });
-    let (keeper, mut lost) = LeaseKeeper::start(leases.clone());
-    keeper.hold(leases.acquire("s1", "a").await.unwrap().unwrap());
-    keeper.hold(leases.acquire("s2", "a").await.unwrap().unwrap());
-    keeper.hold(leases.acquire("s3", "a").await.unwrap().unwrap());
+    let leases = Leases::new(redis.clone());
+    let (_a, keeper, mut lost) = instance(&redis, "a", 10_000).await;
+    let (_b, other, _) = instance(&redis, "b", 10_000).await;
+    for s in ["s1", "s2", "s3"] {
+        take(&leases, &keeper, s).await;
+    }
 
     assert!(keeper.release("s1").await.unwrap());
     assert!(!keeper.release("s1").await.unwrap());
-    assert!(leases.acquire("s1", "b").await.unwrap().is_some());
+    assert!(leases
+        .acquire("s1", &other.holder())
+        .await
+        .unwrap()
+        .is_some());
 
     assert_eq!(keeper.release_all().await.unwrap(), 2);
     assert!(keeper.held().is_empty());
-    assert!(leases.acquire("s2", "b").await.unwrap().is_some());
+    assert!(leases
+        .acquire("s2", &other.holder())
+        .await
+        .unwrap()
+        .is_some());
     assert!(lost.try_recv().is_err());
 }

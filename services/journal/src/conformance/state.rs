@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 use super::{assert_error, create, key, numbered, read_all, record, TENANT};
 use crate::{AppendBatch, Error, JournalStore};
 
-/// Every write records a newer fence and is refused under an older one; equal is fine.
+/// Every write (and a claim) records a newer fence and is refused under an older one;
+/// equal is fine.
 pub async fn fencing(store: Arc<dyn JournalStore>) {
     store.create_session(&record("s1", 1_000), 2).await.unwrap();
     let k = key("s1");
@@ -73,6 +74,20 @@ pub async fn fencing(store: Arc<dyn JournalStore>) {
     store.set_consumer_offset(&k, 8, "c", 1).await.unwrap();
     store.put_summary(&k, 9, &json!({})).await.unwrap();
     assert_eq!(store.fence(&k).await.unwrap(), 9);
+
+    // A claim records a newer fence and writes nothing else; an older one is refused.
+    assert_error(store.claim(&k, 8).await, fenced(8, 9));
+    let before = read_all(&*store, &k).await;
+    store.claim(&k, 10).await.unwrap();
+    store.claim(&k, 10).await.unwrap();
+    assert_eq!(store.fence(&k).await.unwrap(), 10);
+    assert_eq!(read_all(&*store, &k).await, before);
+    assert_error(
+        store
+            .append(&k, 9, AppendBatch::any("a", numbered("x", 1)))
+            .await,
+        fenced(9, 10),
+    );
     store.archive(&k, 10).await.unwrap();
     assert_eq!(store.fence(&k).await.unwrap(), 10);
 }

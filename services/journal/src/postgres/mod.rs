@@ -380,6 +380,15 @@ impl JournalStore for PgJournal {
         .await
     }
 
+    #[instrument(level = "debug", skip_all, fields(tenant = %session.tenant, session_id = %session.session_id, fence = fence))]
+    async fn claim(&self, session: &SessionKey, fence: Fence) -> Result<()> {
+        self.run(
+            "claim",
+            |c| async move { write::claim(c, session, fence).await },
+        )
+        .await
+    }
+
     async fn fence(&self, session: &SessionKey) -> Result<Fence> {
         self.run(
             "read fence",

@@ -464,6 +464,11 @@ pub(super) async fn set_consumer_offset(
     .await
 }
 
+/// See [`crate::JournalStore::claim`]: the fence check and record, nothing else.
+pub(super) async fn claim(client: Client, key: &SessionKey, fence: Fence) -> Result<()> {
+    fenced_write(client, key, fence, "claim", "SELECT 1", &[]).await
+}
+
 /// See [`crate::JournalStore::put_summary`].
 pub(super) async fn put_summary(
     client: Client,

@@ -485,4 +485,9 @@ impl JournalStore for SqliteJournal {
     async fn fence(&self, session: &SessionKey) -> Result<Fence> {
         self.with_session(session, |db| ops::fence(&db.conn)).await
     }
+
+    async fn claim(&self, session: &SessionKey, fence: Fence) -> Result<()> {
+        self.with_session(session, move |db| ops::claim(db, fence))
+            .await
+    }
 }

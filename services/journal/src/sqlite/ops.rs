@@ -307,6 +307,13 @@ pub(super) fn consumer_offset(conn: &Connection, consumer: &str) -> Result<u64> 
     offset.map_or(Ok(0), |offset| from_sql_int(offset, "consumer offset"))
 }
 
+/// See [`crate::JournalStore::claim`]: the fence check alone, committed.
+pub(super) fn claim(db: &mut SessionDb, fence: Fence) -> Result<()> {
+    let tx = begin(&mut db.conn)?;
+    check_fence(&tx, fence)?;
+    tx.commit().db("commit claim")
+}
+
 /// See [`crate::JournalStore::set_consumer_offset`].
 pub(super) fn set_consumer_offset(
     db: &mut SessionDb,

@@ -1,4 +1,4 @@
-//! Connecting: transport choice and era detection (digest §3–§5).
+//! Connecting: transport choice and era detection (docs/specs/mcp.md#era-detection).
 //!
 //! - `auto` first sends `server/discover` with the stateless `_meta` (and, over HTTP, the
 //!   `MCP-Protocol-Version: 2026-07-28` / `Mcp-Method` headers). A result listing

@@ -8,6 +8,7 @@ mod conformance;
 mod fake_http;
 mod fake_oauth;
 mod fake_stdio;
+mod fuzz_corpus;
 mod http_everything;
 mod manager_config;
 mod oauth;

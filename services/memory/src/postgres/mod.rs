@@ -1,6 +1,6 @@
-//! The PostgreSQL backend (SYSTEM.md §9 cluster mode): one database holds the Memory
-//! Fabric of many tenants, every table keyed by (tenant, space), created by migration
-//! `sql/postgres/0002_memory.sql`, (semantic nodes, conflicts, compile state)
+//! The PostgreSQL backend (docs/design.md#memory-stores, cluster): one database holds the
+//! Memory Fabric of many tenants, every table keyed by (tenant, space), created by
+//! migration `sql/postgres/0002_memory.sql`, (semantic nodes, conflicts, compile state)
 //! `0003_memory_semantic.sql` and (model outputs, event windows, graph edges)
 //! `0004_memory_vectors_extra.sql`, applied by `lumina_journal::postgres::migrate`.
 //!

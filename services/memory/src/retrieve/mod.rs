@@ -1,13 +1,13 @@
-//! The read path (SYSTEM.md §9), one pipeline for every query: alignment check (done by the
-//! backend before `run`, while the model encodes the query) → query encoding (`encode`:
-//! terms and full-text query; `with_model`: dense vector, learned sparse weights, token
-//! vectors) → candidate recall (full text, BM25 sparse, learned sparse, dense; up to
-//! `candidates` each) → reciprocal-rank fusion → Personalized PageRank seeded by the fused
-//! candidates → exact span scoring (dense : sparse : multi-vector MaxSim =
-//! `span_dense` : `span_sparse` : `span_multivector`, 1.0 : 0.3 : 1.0; the dense part is
-//! the closer of the event's and its best span's vector) → (with a reranker: the best
-//! candidates re-scored, [`crate::rerank`]) → evidence selection → context organization.
-//! There is no question-type routing and no query expansion.
+//! The read path (docs/design.md#memory-read-path), one pipeline for every query: alignment
+//! check (done by the backend before `run`, while the model encodes the query) → query
+//! encoding (`encode`: terms and full-text query; `with_model`: dense vector, learned
+//! sparse weights, token vectors) → candidate recall (full text, BM25 sparse, learned
+//! sparse, dense; up to `candidates` each) → reciprocal-rank fusion → Personalized PageRank
+//! seeded by the fused candidates → exact span scoring (dense : sparse : multi-vector
+//! MaxSim = `span_dense` : `span_sparse` : `span_multivector`, 1.0 : 0.3 : 1.0; the dense
+//! part is the closer of the event's and its best span's vector) → (with a reranker: the
+//! best candidates re-scored, [`crate::rerank`]) → evidence selection → context
+//! organization. There is no question-type routing and no query expansion.
 
 mod organize;
 mod rerank;
@@ -75,7 +75,8 @@ pub struct RetrievalOptions {
     pub graph_weight: f32,
     /// See `fused_weight`.
     pub span_weight: f32,
-    /// Span score ratio dense : sparse : multi-vector (SYSTEM.md: 1.0 : 0.3 : 1.0).
+    /// Span score ratio dense : sparse : multi-vector, 1.0 : 0.3 : 1.0
+    /// (docs/design.md#memory-read-path).
     pub span_dense: f32,
     /// See `span_dense`.
     pub span_sparse: f32,

@@ -1,4 +1,4 @@
-//! Semantic compile and conflicts (SYSTEM.md §9, write path steps 2–3).
+//! Semantic compile and conflicts (docs/design.md#memory-write-path, steps 2–3).
 //!
 //! A resumable job ([`MemoryStore::compile`](crate::MemoryStore::compile)) sends batches of
 //! new evidence of a space to a [`SemanticModel`], which proposes memory nodes as JSON

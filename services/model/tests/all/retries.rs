@@ -1,4 +1,5 @@
-//! Retry policy and fallback (spec §4, SYSTEM.md §7).
+//! Retry policy and fallback (docs/specs/model-streaming.md#retry-policy,
+//! docs/design.md#fallback).
 
 use std::time::{Duration, Instant};
 

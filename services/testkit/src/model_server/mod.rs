@@ -1,7 +1,7 @@
 //! A scripted stand-in for the model APIs: Anthropic Messages and OpenAI-compatible Chat
 //! Completions streaming, answering from a FIFO script of [`Turn`]s.
 //!
-//! The model API is the one dependency Lumina's tests replace (CONVENTIONS "Tests"), so
+//! The model API is the one dependency Lumina's tests replace (CONTRIBUTING.md#tests), so
 //! the transcripts are byte-exact copies of the vendors' formats, including the awkward
 //! parts (pings, empty first `input_json_delta`, interleaved tool-call fragments, a usage
 //! chunk with empty `choices`).

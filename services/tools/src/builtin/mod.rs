@@ -1,4 +1,4 @@
-//! The built-in tools (SYSTEM.md §7), one module each, and [`builtin_registry`].
+//! The built-in tools (docs/design.md#tools), one module each, and [`builtin_registry`].
 //!
 //! Every tool parses its arguments through [`args::parse`] (so a bad argument becomes an
 //! error output naming the field) and confines paths with [`crate::paths`].

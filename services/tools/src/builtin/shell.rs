@@ -5,9 +5,10 @@
 //! always written to `{results_dir}/{call_id}.log`. The command runs in its own process group
 //! with stdin closed; a timeout or an interrupt kills the whole group.
 //!
-//! Confinement (Landlock, SYSTEM.md §7) is not applied here yet; in the local profile the
-//! permission engine is the guard. Variables named `LUMINA_*` and `LLM_*` are removed from
-//! the command's environment: they carry the runtime's own credentials (API keys, JWTs).
+//! Confinement (Landlock, docs/design.md#shell-confinement) is not applied here yet; in the
+//! local profile the permission engine is the guard. Variables named `LUMINA_*` and `LLM_*`
+//! are removed from the command's environment: they carry the runtime's own credentials
+//! (API keys, JWTs).
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};

@@ -180,3 +180,184 @@ async fn claims_are_checked_at_upgrade_and_expiry_closes_the_connection() {
     }
     assert!(saw_error);
 }
+
+/// One WebSocket upgrade request with `authorization` (raw bytes, so non-ASCII values can
+/// be sent); returns the status line, the headers without `date` (lower-cased, sorted) and
+/// the body, exactly as received.
+async fn raw_upgrade(port: u16, authorization: Option<&[u8]>) -> (String, Vec<String>, Vec<u8>) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut stream = tokio::net::TcpStream::connect(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let mut request = format!(
+        "GET /v1/ws HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: Upgrade\r\n\
+         Upgrade: websocket\r\nSec-WebSocket-Version: 13\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+    )
+    .into_bytes();
+    if let Some(value) = authorization {
+        request.extend_from_slice(b"Authorization: ");
+        request.extend_from_slice(value);
+        request.extend_from_slice(b"\r\n");
+    }
+    request.extend_from_slice(b"\r\n");
+    stream.write_all(&request).await.unwrap();
+    let mut response = Vec::new();
+    let mut buf = [0u8; 4096];
+    let read = async {
+        loop {
+            if let Some(end) = response.windows(4).position(|w| w == b"\r\n\r\n") {
+                let head = String::from_utf8_lossy(&response[..end]).into_owned();
+                let length = head
+                    .lines()
+                    .find_map(|l| {
+                        let (name, value) = l.split_once(':')?;
+                        name.eq_ignore_ascii_case("content-length")
+                            .then(|| value.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                if response.len() >= end + 4 + length {
+                    return (head, response[end + 4..end + 4 + length].to_vec());
+                }
+            }
+            let n = stream.read(&mut buf).await.unwrap();
+            assert!(n > 0, "connection closed before a full response");
+            response.extend_from_slice(&buf[..n]);
+        }
+    };
+    let (head, body) = tokio::time::timeout(std::time::Duration::from_secs(10), read)
+        .await
+        .unwrap();
+    let mut lines = head.lines();
+    let status = lines.next().unwrap().to_string();
+    let mut headers: Vec<String> = lines
+        .map(str::to_ascii_lowercase)
+        .filter(|l| !l.starts_with("date:"))
+        .collect();
+    headers.sort();
+    (status, headers, body)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_refused_upgrade_gets_the_same_opaque_401() {
+    let cluster = Cluster::start(1, vec![]).await;
+    let port = cluster.instances[0].port;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let base = json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "x", "tenant": TENANT,
+                      "exp": now + 600, "scope": "lumina:session:read"});
+    let with = |k: &str, v: serde_json::Value| {
+        let mut c = base.clone();
+        c[k] = v;
+        c
+    };
+    let without = |k: &str| {
+        let mut c = base.clone();
+        c.as_object_mut().unwrap().remove(k);
+        c
+    };
+    let good = signed(&cluster, base.clone());
+
+    // The harness request is a proper upgrade: a valid token switches protocols.
+    let (status, _, _) = raw_upgrade(port, Some(format!("Bearer {good}").as_bytes())).await;
+    assert!(status.starts_with("HTTP/1.1 101"), "{status}");
+
+    let payload = b64(base.clone());
+    let stranger = lumina_auth::generate_ed25519_pkcs8().unwrap();
+    let tokens: Vec<(&str, String)> = vec![
+        (
+            "alg none",
+            format!("{}.{payload}.", b64(json!({"alg": "none"}))),
+        ),
+        (
+            "alg nOnE",
+            format!("{}.{payload}.", b64(json!({"alg": "nOnE"}))),
+        ),
+        (
+            "hs256",
+            format!("{}.{payload}.c2lnbmF0dXJl", b64(json!({"alg": "HS256"}))),
+        ),
+        ("tampered signature", tamper(&good)),
+        ("garbage", "not-a-jwt".into()),
+        ("extra segment", format!("{good}.x")),
+        ("expired", signed(&cluster, with("exp", json!(now - 3600)))),
+        (
+            "not yet valid",
+            signed(&cluster, with("nbf", json!(now + 3600))),
+        ),
+        ("wrong issuer", signed(&cluster, with("iss", json!("evil")))),
+        (
+            "wrong audience",
+            signed(&cluster, with("aud", json!("other"))),
+        ),
+        ("no exp", signed(&cluster, without("exp"))),
+        ("no tenant", signed(&cluster, without("tenant"))),
+        ("no scope", signed(&cluster, without("scope"))),
+        (
+            "exp as a string",
+            signed(&cluster, with("exp", json!("soon"))),
+        ),
+        (
+            "unknown kid",
+            lumina_auth::sign_ed25519_pkcs8(&stranger, "unknown-kid", &base).unwrap(),
+        ),
+        (
+            "kid path traversal",
+            lumina_auth::sign_ed25519_pkcs8(&stranger, "../../jwks.json", &base).unwrap(),
+        ),
+        (
+            "over the verifier's size limit (64 KiB)",
+            signed(&cluster, with("blob", json!("A".repeat(64 * 1024)))),
+        ),
+    ];
+    let mut requests: Vec<(String, Option<Vec<u8>>)> = tokens
+        .iter()
+        .map(|(name, token)| {
+            (
+                (*name).to_string(),
+                Some(format!("Bearer {token}").into_bytes()),
+            )
+        })
+        .collect();
+    requests.push(("no authorization header".into(), None));
+    requests.push(("basic scheme".into(), Some(b"Basic dXNlcjpwdw==".to_vec())));
+    requests.push(("empty bearer".into(), Some(b"Bearer ".to_vec())));
+    requests.push((
+        "non-ASCII header value".into(),
+        Some(b"Bearer \xff\xfe.\xfd".to_vec()),
+    ));
+
+    let mut first: Option<(String, Vec<String>, Vec<u8>)> = None;
+    for (name, authorization) in &requests {
+        let response = raw_upgrade(port, authorization.as_deref()).await;
+        assert!(
+            response.0.starts_with("HTTP/1.1 401"),
+            "{name}: {}",
+            response.0
+        );
+        match &first {
+            None => first = Some(response),
+            Some(expected) => assert_eq!(&response, expected, "{name}: response differs"),
+        }
+    }
+    let (_, headers, body) = first.unwrap();
+    assert!(
+        headers
+            .iter()
+            .any(|h| h == "content-type: application/json"),
+        "{headers:?}"
+    );
+    let body: serde_json::Value = serde_json::from_slice(&body).unwrap();
+    assert_eq!(body["error"]["code"], json!("unauthorized"), "{body}");
+
+    // The refusals are logged (reason only), never the token.
+    let log = cluster.log(0);
+    assert!(log.contains("bearer token refused"), "refusals are logged");
+    for (name, token) in &tokens {
+        for segment in token.split('.').filter(|s| s.len() > 8) {
+            assert!(!log.contains(segment), "{name}: the log contains the token");
+        }
+    }
+}

@@ -10,4 +10,5 @@ mod memory;
 mod memory_compile;
 mod routing;
 mod support;
+mod takeover;
 mod traces;

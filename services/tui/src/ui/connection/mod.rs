@@ -1,11 +1,12 @@
 //! The connection task: owns the WebSocket client and the open session's [`SessionView`],
 //! executes the app's [`Command`]s and reports back as [`ConnEvent`]s.
 //!
-//! Reconnect rule (SYSTEM.md §6): when the connection drops, reconnect with backoff for up
-//! to 30 s; resubscribe with `session.resume` from the last applied seq, backfill with
-//! `session.events` (the view drops whatever arrives twice), then resend every mutation
-//! that had no answer under its original request id — the backend treats a repeated id as
-//! the same request, so nothing runs twice. Commands issued meanwhile wait in a queue.
+//! Reconnect rule (docs/design.md#client-reconnect): when the connection drops, reconnect
+//! with backoff for up to 30 s; resubscribe with `session.resume` from the last applied
+//! seq, backfill with `session.events` (the view drops whatever arrives twice), then resend
+//! every mutation that had no answer under its original request id — the backend treats a
+//! repeated id as the same request, so nothing runs twice. Commands issued meanwhile wait
+//! in a queue.
 
 use std::collections::VecDeque;
 use std::future::Future;

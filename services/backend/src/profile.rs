@@ -1,0 +1,76 @@
+//! What a server needs from the profile it runs (local: one process and SQLite; cluster: N
+//! instances over PostgreSQL and Redis), as one trait, so the server, the connection and
+//! the dispatcher never ask which profile they serve.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use axum::http::HeaderMap;
+use lumina_protocol::methods::{
+    DrainResult, Identity, ServerInfo, SessionResumeParams, SessionResumeResult,
+};
+use lumina_protocol::{ErrorObject, Method};
+use lumina_runtime::{Outbound, Runtime};
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::execute::Reply;
+use crate::metrics::Metrics;
+
+/// A subscription: the `session.resume` answer and the session's events from then on.
+pub type Subscription = (SessionResumeResult, mpsc::Receiver<Outbound>);
+
+/// A server profile.
+#[async_trait]
+pub trait Profile: Send + Sync + 'static {
+    /// The identity of an upgrade request's bearer token and the token's expiry (unix
+    /// seconds), or `None` when it is refused.
+    async fn authenticate(&self, headers: &HeaderMap) -> Option<(Identity, Option<i64>)>;
+
+    /// Runs a session method (route `any`, `store` or `owner` in the method table) for
+    /// `identity`.
+    async fn call(&self, identity: &Identity, method: Method, params: Value) -> Reply;
+
+    /// `session.resume`.
+    async fn subscribe(
+        &self,
+        identity: &Identity,
+        params: &SessionResumeParams,
+    ) -> Result<Subscription, ErrorObject>;
+
+    /// `admin.drain`: hand every session to the other instances.
+    async fn drain(&self) -> Result<DrainResult, ErrorObject>;
+
+    /// `admin.shutdown`: stop serving (the cluster drains first).
+    fn shutdown(&self);
+
+    /// `/readyz`: whether to send traffic here, and the checks behind it.
+    async fn readiness(&self) -> (bool, Value);
+
+    /// Called before `/metrics` is rendered, to bring counters kept elsewhere in.
+    fn sync_metrics(&self) {}
+
+    /// The local profile's runtime (`None` in the cluster, where runtimes are per tenant).
+    fn runtime(&self) -> Option<&Runtime> {
+        None
+    }
+}
+
+/// Everything a connection needs.
+pub struct AppState {
+    pub profile: Arc<dyn Profile>,
+    pub metrics: Metrics,
+    pub info: ServerInfo,
+    /// Frames above this get a `frame_too_large` error frame.
+    pub max_frame_bytes: usize,
+    /// Cancelled to stop the server (signal or `admin.shutdown`).
+    pub shutdown: CancellationToken,
+}
+
+impl AppState {
+    /// The local profile's runtime (`None` in the cluster profile).
+    pub fn runtime(&self) -> Option<&Runtime> {
+        self.profile.runtime()
+    }
+}
