@@ -12,6 +12,11 @@
 //!                "env_file": "i1.env", "cwd": "/path", "log": "i1.log"}}]}
 //! ```
 //!
+//! `scripts/local-cluster --chaos` adds `"services"` (the control socket of
+//! `lumina-chaos-services` and the PostgreSQL URL the invariant checks read), and per
+//! instance `"netns"` (the network namespace and veth pair it runs behind) or `"faketime"`
+//! (the libfaketime offset file it reads), for the `chaos` scenario.
+//!
 //! Relative paths are relative to the file's directory. `pid_file`, when present, holds the
 //! current pid (the loadtest rewrites it after a restart, so the script's clean-up stops the
 //! new process). `env_file` has `KEY=VALUE` lines and is the restarted process's whole
@@ -38,7 +43,43 @@ pub struct Instances {
     /// Where to mint tokens from when no other credentials are given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub auth: Option<InstancesAuth>,
+    /// PostgreSQL and Redis, when they can be controlled (`local-cluster --chaos`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub services: Option<Services>,
     pub instances: Vec<Instance>,
+}
+
+/// The cluster's PostgreSQL and Redis as `lumina-chaos-services` runs them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Services {
+    /// Its control socket (`redis stop|start`, `postgres stop|kill|start`).
+    pub control: PathBuf,
+    /// The journal's database on loopback (trust auth, no password).
+    pub postgres_url: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub postgres_port: Option<u16>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redis_port: Option<u16>,
+}
+
+/// The network namespace an instance runs in, reached through a veth pair whose two ends
+/// have addresses in one private /30 that exists only inside this machine.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Netns {
+    pub name: String,
+    /// The veth end in the host namespace, and its address (PostgreSQL and Redis listen there).
+    pub host_if: String,
+    pub host_addr: std::net::Ipv4Addr,
+    /// The veth end inside the namespace, and the instance's address.
+    pub ns_if: String,
+    pub ns_addr: std::net::Ipv4Addr,
+}
+
+/// An instance running under libfaketime, its wall-clock offset read from `file`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Faketime {
+    /// Holds the offset (`+0`, `+5s`, `-5s`); libfaketime re-reads it about every second.
+    pub file: PathBuf,
 }
 
 fn one() -> u32 {
@@ -71,6 +112,10 @@ pub struct Instance {
     pub pid_file: Option<PathBuf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restart: Option<Restart>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub netns: Option<Netns>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub faketime: Option<Faketime>,
 }
 
 /// How to start the instance again.
@@ -116,9 +161,15 @@ impl Instances {
         if let Some(auth) = &mut file.auth {
             absolute(&mut auth.signing_key_dir);
         }
+        if let Some(services) = &mut file.services {
+            absolute(&mut services.control);
+        }
         for instance in &mut file.instances {
             if let Some(p) = &mut instance.pid_file {
                 absolute(p);
+            }
+            if let Some(f) = &mut instance.faketime {
+                absolute(&mut f.file);
             }
             if let Some(restart) = &mut instance.restart {
                 for p in [&mut restart.env_file, &mut restart.cwd, &mut restart.log]
@@ -169,22 +220,28 @@ fn is_zombie_or_gone(pid: u32) -> bool {
     }
 }
 
-/// Sends SIGKILL to a live `lumina-backend` process and waits (up to 10 s) until it is gone.
-/// `child` is the handle when this process started it (it is reaped then).
-pub fn kill9(pid: u32, child: Option<&mut Child>) -> Result<(), String> {
+/// Sends `signal` (`KILL`, `STOP`, `CONT`, …) to a live `lumina-backend` process.
+pub fn signal_backend(pid: u32, signal: &str) -> Result<(), String> {
     if !is_live_backend(pid) {
         return Err(format!("pid {pid} is not a running lumina-backend"));
     }
     let status = Command::new("kill")
-        .args(["-KILL", &pid.to_string()])
+        .args([&format!("-{signal}"), &pid.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .map_err(|e| format!("cannot run kill: {e}"))?;
     if !status.success() {
-        return Err(format!("kill -9 {pid} failed ({status})"));
+        return Err(format!("kill -{signal} {pid} failed ({status})"));
     }
+    Ok(())
+}
+
+/// Sends SIGKILL to a live `lumina-backend` process and waits (up to 10 s) until it is gone.
+/// `child` is the handle when this process started it (it is reaped then).
+pub fn kill9(pid: u32, child: Option<&mut Child>) -> Result<(), String> {
+    signal_backend(pid, "KILL")?;
     if let Some(child) = child {
         let _ = child.wait();
     }

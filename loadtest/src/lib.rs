@@ -14,6 +14,7 @@
 //! | `connect-storm` | N connects as fast as possible |
 //! | `reconnect-storm` | runs in flight, every connection dropped, all reconnect, resume and backfill |
 //! | `failover` | `kill -9` of a session's owner, submit through a survivor, restart, repeat |
+//! | `chaos` | faults (kill, SIGSTOP, Redis/PostgreSQL restart, partition, slow PostgreSQL, clock skew) under load; invariants checked in PostgreSQL |
 //!
 //! Every scenario is bounded in count and time, stops by itself and refuses non-loopback
 //! targets unless told otherwise ([`TargetOptions::allow_remote`]). The result is a
@@ -33,7 +34,7 @@ pub mod track;
 pub use error::{Error, Result};
 pub use report::Report;
 pub use scenarios::{
-    run, Common, Config, ConnectStormOptions, FailoverOptions, IdleOptions, RampOptions,
-    ReconnectOptions, Scenario, SteadyOptions, SLOW_MARKER,
+    run, ChaosOptions, Common, Config, ConnectStormOptions, FailoverOptions, FaultKind,
+    IdleOptions, RampOptions, ReconnectOptions, Scenario, SteadyOptions, SLOW_MARKER,
 };
 pub use target::{AuthOptions, Secret, Target, TargetOptions};

@@ -11,8 +11,9 @@ use std::time::Duration;
 use anyhow::Context as _;
 use clap::{Args, Parser, Subcommand};
 use lumina_loadtest::{
-    target::parse_bind_ips, AuthOptions, Common, Config, ConnectStormOptions, FailoverOptions,
-    IdleOptions, RampOptions, ReconnectOptions, Scenario, Secret, SteadyOptions, TargetOptions,
+    target::parse_bind_ips, AuthOptions, ChaosOptions, Common, Config, ConnectStormOptions,
+    FailoverOptions, FaultKind, IdleOptions, RampOptions, ReconnectOptions, Scenario, Secret,
+    SteadyOptions, TargetOptions,
 };
 
 #[derive(Parser)]
@@ -178,6 +179,52 @@ enum Command {
         #[arg(long, default_value_t = 1800.0)]
         max_duration: f64,
     },
+    /// Faults under load (needs the instances file of `scripts/local-cluster --chaos`);
+    /// invariants checked against PostgreSQL after every trial.
+    Chaos {
+        /// Comma-separated: kill, sigstop, redis-restart, postgres-restart, partition,
+        /// slow-postgres, clock-skew, or all.
+        #[arg(long, default_value = "all")]
+        fault: String,
+        /// Trials per fault kind.
+        #[arg(long, default_value_t = 100)]
+        trials: usize,
+        /// Sessions under load per trial.
+        #[arg(long, default_value_t = 3)]
+        sessions: usize,
+        /// Milliseconds between a session's submits.
+        #[arg(long, default_value_t = 300)]
+        interval_ms: u64,
+        #[arg(long, default_value_t = 2)]
+        max_in_flight: usize,
+        /// Seconds one submit attempt may take before the client moves to another gateway.
+        #[arg(long, default_value_t = 5.0)]
+        attempt_timeout: f64,
+        /// Seconds a submit may take, retries included.
+        #[arg(long, default_value_t = 60.0)]
+        submit_timeout: f64,
+        /// Milliseconds each fault lasts (0: per kind, from the lease TTL).
+        #[arg(long, default_value_t = 0)]
+        hold_ms: u64,
+        /// The instances' liveness TTL (0: from the instances' env files, else 2000).
+        #[arg(long, default_value_t = 0)]
+        lease_ttl_ms: u64,
+        /// Wall-clock offset of clock-skew, applied as + and − in turn.
+        #[arg(long, default_value_t = 5000)]
+        skew_ms: u64,
+        /// Rate slow-postgres shapes PostgreSQL traffic to, kbit/s.
+        #[arg(long, default_value_t = 16)]
+        slow_kbit: u32,
+        /// Seconds the cluster may take to serve a probe submit after the fault.
+        #[arg(long, default_value_t = 60.0)]
+        recovery_timeout: f64,
+        /// Seconds an instance may take to be ready again.
+        #[arg(long, default_value_t = 60.0)]
+        ready_timeout: f64,
+        /// Seconds after which no new trial starts.
+        #[arg(long, default_value_t = 21600.0)]
+        max_duration: f64,
+    },
 }
 
 fn config(cli: Cli) -> Result<(Config, PathBuf), lumina_loadtest::Error> {
@@ -251,6 +298,37 @@ fn config(cli: Cli) -> Result<(Config, PathBuf), lumina_loadtest::Error> {
         } => Scenario::Failover(FailoverOptions {
             trials,
             submit_timeout_secs: submit_timeout,
+            ready_timeout_secs: ready_timeout,
+            max_duration_secs: max_duration,
+        }),
+        Command::Chaos {
+            fault,
+            trials,
+            sessions,
+            interval_ms,
+            max_in_flight,
+            attempt_timeout,
+            submit_timeout,
+            hold_ms,
+            lease_ttl_ms,
+            skew_ms,
+            slow_kbit,
+            recovery_timeout,
+            ready_timeout,
+            max_duration,
+        } => Scenario::Chaos(ChaosOptions {
+            faults: FaultKind::parse_list(&fault).map_err(lumina_loadtest::Error::Input)?,
+            trials,
+            sessions,
+            interval_ms,
+            max_in_flight,
+            attempt_timeout_secs: attempt_timeout,
+            submit_timeout_secs: submit_timeout,
+            hold_ms,
+            lease_ttl_ms,
+            skew_ms,
+            slow_kbit,
+            recovery_timeout_secs: recovery_timeout,
             ready_timeout_secs: ready_timeout,
             max_duration_secs: max_duration,
         }),

@@ -148,14 +148,31 @@ impl TargetOptions {
                 "no target: give --url, --instances FILE or --app-root DIR".into(),
             ));
         }
+        // Besides loopback: the addresses of instances inside network namespaces of this
+        // machine that the instances file names (`local-cluster --netns-instance`).
+        let own = instances.as_ref().map(namespace_addrs).unwrap_or_default();
+        let allowed = |url: &str, schemes: &[&str]| -> Result<()> {
+            match check_url(url, schemes, self.allow_remote) {
+                Err(e) if !self.allow_remote => match url::Url::parse(url) {
+                    Ok(u) if matches!(u.host(), Some(url::Host::Ipv4(ip)) if own.contains(&ip)) => {
+                        check_url(url, schemes, true).map(|_| ())
+                    }
+                    _ => Err(e),
+                },
+                other => other.map(|_| ()),
+            }
+        };
         for url in &urls {
-            check_ws_url(url, self.allow_remote)?;
+            allowed(url, &["ws"])?;
         }
         if let Some(instances) = &instances {
             for instance in &instances.instances {
-                check_ws_url(&instance.ws_url, self.allow_remote)?;
-                check_http_url(&instance.http_url, self.allow_remote)?;
+                allowed(&instance.ws_url, &["ws"])?;
+                allowed(&instance.http_url, &["http"])?;
             }
+        }
+        if let Some(services) = instances.as_ref().and_then(|i| i.services.as_ref()) {
+            check_postgres_url(&services.postgres_url)?;
         }
         let (bearer, auth_source) = self.resolve_auth(instances.as_ref(), endpoint_token)?;
         Ok(Target {
@@ -241,6 +258,39 @@ fn mint(dir: &Path, auth: &AuthOptions, tenant: &str) -> Result<Secret> {
                 dir.display()
             ))
         })
+}
+
+/// The namespace addresses of the instances file's `netns` entries whose namespace exists
+/// on this machine (`/run/netns/NAME`) and whose address is private (10.0.0.0/8): the
+/// namespaces a chaos run created, the only non-loopback addresses load may go to.
+pub fn namespace_addrs(instances: &Instances) -> Vec<std::net::Ipv4Addr> {
+    instances
+        .instances
+        .iter()
+        .filter_map(|i| i.netns.as_ref())
+        .filter(|n| n.ns_addr.octets()[0] == 10)
+        .filter(|n| !n.name.contains('/') && Path::new("/run/netns").join(&n.name).exists())
+        .map(|n| n.ns_addr)
+        .collect()
+}
+
+/// The chaos checks' PostgreSQL URL: `postgres://`, on loopback.
+pub fn check_postgres_url(raw: &str) -> Result<url::Url> {
+    let parsed = url::Url::parse(raw)
+        .map_err(|_| Error::Input("the services' postgres_url is not a URL".into()))?;
+    // Not a special scheme for `url`: the host is only a string here.
+    let loopback = parsed.host_str().is_some_and(|h| {
+        h.eq_ignore_ascii_case("localhost")
+            || h.trim_matches(['[', ']'])
+                .parse::<IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback())
+    });
+    if !matches!(parsed.scheme(), "postgres" | "postgresql") || !loopback {
+        return Err(Error::Input(
+            "the services' postgres_url must be a postgres:// URL on loopback".into(),
+        ));
+    }
+    Ok(parsed)
 }
 
 /// Whether `host` (a URL host) is on this machine: 127.0.0.0/8, ::1 or `localhost`.

@@ -41,6 +41,9 @@ struct State {
     applied: Vec<(u64, &'static str)>,
     /// Arrival time per seq, when fan-out lag is measured.
     arrivals: Option<HashMap<u64, Instant>>,
+    /// Every applied frame in application order, when kept (`chaos` compares them with
+    /// the journal in PostgreSQL).
+    frames: Option<Vec<EventFrame>>,
     runs: HashMap<String, RunTimes>,
     /// Frames the view refused as already applied (expected after a reconnect).
     wire_duplicates: u64,
@@ -55,6 +58,9 @@ impl State {
     fn apply(&mut self, frames: Vec<EventFrame>, at: Instant) {
         for frame in frames {
             self.applied.push((frame.seq, frame.event.kind()));
+            if let Some(kept) = &mut self.frames {
+                kept.push(frame.clone());
+            }
             if let Some(arrivals) = &mut self.arrivals {
                 arrivals.insert(frame.seq, at);
             }
@@ -65,7 +71,7 @@ impl State {
             let terminal = match &frame.event {
                 Event::RunCompleted { run_id, .. } => Some((run_id, Terminal::Completed)),
                 Event::RunFailed { run_id, code, .. } => {
-                    Some((run_id, Terminal::Failed(code.clone())))
+                    Some((run_id, Terminal::Failed(code.to_string())))
                 }
                 Event::RunInterrupted { run_id, reason } => {
                     Some((run_id, Terminal::Interrupted(reason.clone())))
@@ -153,10 +159,30 @@ impl Tracked {
         session_id: &str,
         record_arrivals: bool,
     ) -> Result<Tracked, ClientError> {
+        Self::subscribe_with(client, notes, session_id, record_arrivals, false).await
+    }
+
+    /// [`Tracked::subscribe`], keeping every applied frame ([`Tracked::frames`]).
+    pub async fn subscribe_keeping_frames(
+        client: Client,
+        notes: Notifications,
+        session_id: &str,
+    ) -> Result<Tracked, ClientError> {
+        Self::subscribe_with(client, notes, session_id, false, true).await
+    }
+
+    async fn subscribe_with(
+        client: Client,
+        notes: Notifications,
+        session_id: &str,
+        record_arrivals: bool,
+        keep_frames: bool,
+    ) -> Result<Tracked, ClientError> {
         let tracked = Tracked {
             session_id: session_id.to_string(),
             state: Arc::new(Mutex::new(State {
                 arrivals: record_arrivals.then(HashMap::new),
+                frames: keep_frames.then(Vec::new),
                 ..State::default()
             })),
             changed: Arc::new(Notify::new()),
@@ -325,6 +351,22 @@ impl Tracked {
     /// Arrival times by seq (empty unless created with `record_arrivals`).
     pub async fn arrivals(&self) -> HashMap<u64, Instant> {
         self.state.lock().await.arrivals.clone().unwrap_or_default()
+    }
+
+    /// Whether this client has applied the run's terminal event.
+    pub async fn has_ended(&self, run_id: &str) -> bool {
+        let state = self.state.lock().await;
+        state.runs.get(run_id).is_some_and(|r| r.terminal.is_some())
+    }
+
+    /// Every applied frame in order (empty unless subscribed keeping frames).
+    pub async fn frames(&self) -> Vec<EventFrame> {
+        self.state.lock().await.frames.clone().unwrap_or_default()
+    }
+
+    /// Errors of the pump (failed backfills) so far.
+    pub async fn pump_errors(&self) -> Vec<String> {
+        self.state.lock().await.errors.clone()
     }
 
     /// Frames refused as duplicates and gaps backfilled so far.

@@ -188,7 +188,7 @@ pub fn lines_svg(
     Ok(svg)
 }
 
-fn table(head: &[&str], rows: &[Vec<String>]) -> String {
+pub(crate) fn table(head: &[&str], rows: &[Vec<String>]) -> String {
     let mut out = String::from("<table><thead><tr>");
     for h in head {
         out.push_str(&format!("<th>{}</th>", escape(h)));
@@ -209,7 +209,7 @@ fn f2(v: f64) -> String {
     format!("{v:.2}")
 }
 
-fn opt(v: Option<f64>) -> String {
+pub(crate) fn opt(v: Option<f64>) -> String {
     v.map(f2).unwrap_or_else(|| "–".into())
 }
 
@@ -457,6 +457,9 @@ fn details(report: &Report) -> Result<String> {
             ],
             &rows,
         ));
+    }
+    if let Some(chaos) = &report.chaos {
+        out.push_str(&super::chaos_html::render(chaos)?);
     }
     Ok(out)
 }

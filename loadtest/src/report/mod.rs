@@ -1,6 +1,7 @@
 //! The result of a scenario: one JSON document ([`Report`]) and an HTML page with SVG plots
 //! of it ([`html`]). Neither ever contains a token.
 
+mod chaos_html;
 pub mod html;
 
 use std::collections::BTreeMap;
@@ -45,6 +46,8 @@ pub struct Report {
     pub ramp: Option<RampDetails>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failover: Option<FailoverDetails>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chaos: Option<ChaosDetails>,
 }
 
 /// The target, without credentials.
@@ -182,6 +185,59 @@ pub struct FailoverTrial {
     pub error: Option<String>,
 }
 
+/// `chaos`: a summary per fault kind and one row per trial.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChaosDetails {
+    /// The instances' liveness TTL the holds were derived from.
+    pub lease_ttl_ms: u64,
+    pub kinds: Vec<ChaosKindSummary>,
+    pub trials: Vec<ChaosTrial>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChaosKindSummary {
+    pub kind: String,
+    pub trials_run: u64,
+    pub trials_ok: u64,
+    /// Invariant violations over the kind's trials.
+    pub violations: u64,
+    pub acked_submits: u64,
+    /// From the fault to the first acknowledged probe submit sent after it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_p50_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_p99_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_max_ms: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChaosTrial {
+    pub kind: String,
+    pub trial: u64,
+    /// The instance the fault hit (for service faults: the probe session's creator).
+    pub target: String,
+    /// The probe session's owner just before the fault.
+    pub probe_owner: String,
+    /// What exactly was done (`kill -9 4242`, `i3 veth down`, `wall clock +5s`, …).
+    pub method: String,
+    pub hold_ms: f64,
+    pub sessions: Vec<String>,
+    pub submits: u64,
+    pub acked: u64,
+    pub events_checked: u64,
+    pub fence_samples: u64,
+    pub max_fence: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restart_ready_ms: Option<f64>,
+    pub violations: Vec<String>,
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
 fn unix_ms(at: SystemTime) -> u64 {
     at.duration_since(UNIX_EPOCH)
         .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
@@ -224,6 +280,7 @@ impl Report {
             storm: None,
             ramp: None,
             failover: None,
+            chaos: None,
         };
         report.ok = report.errors.is_empty() && report.violation_count == 0;
         report
@@ -295,6 +352,19 @@ impl Report {
         if let Some(idle) = &self.idle {
             if let Some(kib) = idle.kib_per_connection {
                 out.push_str(&format!("  server RSS per connection: {kib:.1} KiB\n"));
+            }
+        }
+        if let Some(c) = &self.chaos {
+            for k in &c.kinds {
+                out.push_str(&format!(
+                    "  chaos {:<17} trials {:>4} ok {:>4} violations {:>3}  recovery p50 {} p99 {}\n",
+                    k.kind,
+                    k.trials_run,
+                    k.trials_ok,
+                    k.violations,
+                    k.recovery_p50_ms.map_or("-".into(), |v| format!("{v:.0} ms")),
+                    k.recovery_p99_ms.map_or("-".into(), |v| format!("{v:.0} ms")),
+                ));
             }
         }
         if let Some(f) = &self.failover {

@@ -1,6 +1,7 @@
 //! The scenarios and what they share: options with hard limits, the context (connector,
 //! metrics, progress), opening tracked sessions, and the end-of-run verification.
 
+pub mod chaos;
 mod connect;
 mod failover;
 mod reconnect;
@@ -20,6 +21,7 @@ use crate::report::Report;
 use crate::target::{Target, TargetOptions};
 use crate::track::{Connector, Tracked};
 
+pub use chaos::{ChaosOptions, FaultKind};
 pub use connect::{ConnectStormOptions, IdleOptions};
 pub use failover::FailoverOptions;
 pub use reconnect::ReconnectOptions;
@@ -73,6 +75,7 @@ pub enum Scenario {
     ConnectStorm(ConnectStormOptions),
     ReconnectStorm(ReconnectOptions),
     Failover(FailoverOptions),
+    Chaos(ChaosOptions),
 }
 
 impl Scenario {
@@ -84,6 +87,7 @@ impl Scenario {
             Scenario::ConnectStorm(_) => "connect-storm",
             Scenario::ReconnectStorm(_) => "reconnect-storm",
             Scenario::Failover(_) => "failover",
+            Scenario::Chaos(_) => "chaos",
         }
     }
 }
@@ -324,6 +328,7 @@ pub async fn run(config: &Config) -> Result<Report> {
         Scenario::Ramp(o) => steady::ramp(&ctx, o, name, started).await?,
         Scenario::ReconnectStorm(o) => reconnect::run(&ctx, o, name, started).await?,
         Scenario::Failover(o) => failover::run(&ctx, o, name, started).await?,
+        Scenario::Chaos(o) => chaos::run(&ctx, o, name, started).await?,
     };
     if let Some(v) = &report.verification {
         if !v.clean() {

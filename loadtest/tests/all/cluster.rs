@@ -127,6 +127,8 @@ async fn failover_trials_against_a_real_cluster() {
                 cwd: Some(project.clone()),
                 log: Some(tmp.path().join(format!("{id}.log"))),
             }),
+            netns: None,
+            faketime: None,
         };
         // The same start path the failover scenario uses for restarts.
         let child = instances::restart(&instance).unwrap();
@@ -148,6 +150,7 @@ async fn failover_trials_against_a_real_cluster() {
             signing_key_dir: key_dir.clone(),
             tenant: TENANT.into(),
         }),
+        services: None,
         instances: list,
     };
     let instances_path = tmp.path().join("instances.json");

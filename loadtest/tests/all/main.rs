@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
 
 mod bad_input;
+mod chaos;
 mod cluster;
 mod local;
 mod support;

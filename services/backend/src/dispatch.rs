@@ -73,11 +73,14 @@ async fn dispatch(conn: &Arc<Conn>, frame: ClientFrame) -> Dispatched {
             ok(Ack { ok: true })
         }
         Method::AdminDrain => profile.drain().await.and_then(ok),
+        Method::SessionSubmit => match conn.state.limits.submit(&conn.identity.tenant).await {
+            Ok(()) => profile.call(&conn.identity, method, frame.params).await,
+            Err(error) => Err(error),
+        },
         Method::SessionCreate
         | Method::SessionList
         | Method::SessionInfo
         | Method::SessionEvents
-        | Method::SessionSubmit
         | Method::SessionInterrupt
         | Method::SessionArchive
         | Method::PermissionRespond

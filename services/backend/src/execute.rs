@@ -6,20 +6,31 @@
 use lumina_protocol::methods::*;
 use lumina_protocol::{ErrorCode, ErrorObject, Method};
 use lumina_runtime::Runtime;
+
+use crate::limits::TenantLimits;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 
 pub type Reply = Result<Value, ErrorObject>;
 
+/// The instance a method runs on, as the handlers need it.
+#[derive(Clone, Copy)]
+pub struct Owner<'a> {
+    pub instance_id: &'a str,
+    /// Draining (or shutting down): no new sessions, runs or goals.
+    pub draining: bool,
+    /// The per-tenant run limit applies here, where runs start.
+    pub limits: &'a TenantLimits,
+}
+
 /// Runs a session method on a runtime that may write the session (local, or the owner).
-pub async fn execute(
-    runtime: &Runtime,
-    instance_id: &str,
-    method: Method,
-    params: Value,
-    draining: bool,
-) -> Reply {
+pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, params: Value) -> Reply {
+    let Owner {
+        instance_id,
+        draining,
+        limits,
+    } = *owner;
     match method {
         Method::SessionCreate => {
             if draining {
@@ -70,6 +81,9 @@ pub async fn execute(
                 return Err(draining_error());
             }
             let session = runtime.session(&p.session_id).await.map_err(rt)?;
+            if !session.is_running() {
+                limits.start_run(runtime.running_sessions().await)?;
+            }
             ok(session.submit(p).await.map_err(rt)?)
         }
         Method::SessionInterrupt => {

@@ -9,6 +9,7 @@ pub mod conn;
 pub mod dispatch;
 pub mod endpoint;
 pub mod execute;
+pub mod limits;
 pub mod local;
 pub mod mcp;
 pub mod mcp_server;

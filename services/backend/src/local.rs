@@ -24,7 +24,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::auth::LocalAuth;
 use crate::endpoint::{self, Endpoint};
-use crate::execute::{self, Reply};
+use crate::execute::{self, Owner, Reply};
+use crate::limits::{LimitOptions, LocalWindow, TenantLimits};
 use crate::memory_setup;
 use crate::metered::MeteredStore;
 use crate::metrics::Metrics;
@@ -34,6 +35,7 @@ use crate::server;
 /// The local profile: one runtime, the one user's token, no other instance.
 struct LocalProfile {
     runtime: Runtime,
+    limits: Arc<TenantLimits>,
     auth: LocalAuth,
     instance_id: String,
     shutdown: CancellationToken,
@@ -48,14 +50,12 @@ impl Profile for LocalProfile {
     }
 
     async fn call(&self, _identity: &Identity, method: Method, params: Value) -> Reply {
-        execute::execute(
-            &self.runtime,
-            &self.instance_id,
-            method,
-            params,
-            self.shutdown.is_cancelled(),
-        )
-        .await
+        let owner = Owner {
+            instance_id: &self.instance_id,
+            draining: self.shutdown.is_cancelled(),
+            limits: &self.limits,
+        };
+        execute::execute(&self.runtime, &owner, method, params).await
     }
 
     async fn subscribe(
@@ -181,8 +181,15 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
     let addr = listener.local_addr()?;
     let token = LocalAuth::generate_token();
     let shutdown = CancellationToken::new();
+    let limits = TenantLimits::new(
+        LimitOptions::from_settings(&settings),
+        Box::new(LocalWindow::default()),
+        metrics.clone(),
+    );
     let state = Arc::new(AppState {
+        limits: limits.clone(),
         profile: Arc::new(LocalProfile {
+            limits,
             runtime: runtime.clone(),
             auth: LocalAuth::new(token.clone()),
             instance_id: format!("local-{}", std::process::id()),

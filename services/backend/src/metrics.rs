@@ -17,6 +17,7 @@ pub struct Metrics {
     pub fenced_writes_refused: IntCounter,
     pub rpc_latency: Histogram,
     pub rpc_requests: IntCounterVec,
+    pub rate_limited: IntCounterVec,
     pub ws_connections: IntGauge,
     pub ws_auth_failures: IntCounter,
     pub journal_append_latency: Histogram,
@@ -65,6 +66,18 @@ impl Metrics {
             &["outcome"],
         )?;
         registry.register(Box::new(rpc_requests.clone()))?;
+        let rate_limited = IntCounterVec::new(
+            Opts::new(
+                "lumina_rate_limited_total",
+                "Requests refused by a per-tenant limit, by limit (connections, submits_per_minute, concurrent_runs).",
+            ),
+            &["limit"],
+        )?;
+        registry.register(Box::new(rate_limited.clone()))?;
+        // Every limit's series exists from the start (a scrape shows 0, not nothing).
+        for limit in ["connections", "submits_per_minute", "concurrent_runs"] {
+            rate_limited.with_label_values(&[limit]);
+        }
         Ok(Metrics {
             sessions_owned: gauge(
                 &registry,
@@ -79,12 +92,12 @@ impl Metrics {
             leases_renewed: counter(
                 &registry,
                 "lumina_leases_renewed_total",
-                "Session lease renewals that succeeded.",
+                "Liveness heartbeats confirmed (each renews every lease the instance holds).",
             )?,
             leases_lost: counter(
                 &registry,
                 "lumina_leases_lost_total",
-                "Session leases lost (renewal failed or another instance took over).",
+                "Session leases lost (liveness not confirmed in time, or the registry entry lapsed).",
             )?,
             fenced_writes_refused: counter(
                 &registry,
@@ -98,6 +111,7 @@ impl Metrics {
                 latency_buckets(),
             )?,
             rpc_requests,
+            rate_limited,
             ws_connections: gauge(
                 &registry,
                 "lumina_websocket_connections",
@@ -141,6 +155,7 @@ mod tests {
     fn renders_every_metric_family() {
         let m = Metrics::new().unwrap();
         m.rpc_requests.with_label_values(&["ok"]).inc();
+        m.rate_limited.with_label_values(&["connections"]).inc();
         m.rpc_latency.observe(0.001);
         let text = m.render();
         for name in [
@@ -151,6 +166,7 @@ mod tests {
             "lumina_fenced_writes_refused_total",
             "lumina_rpc_latency_seconds_bucket",
             "lumina_rpc_requests_total",
+            "lumina_rate_limited_total",
             "lumina_websocket_connections",
             "lumina_websocket_auth_failures_total",
             "lumina_journal_append_seconds_bucket",

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::execute::Reply;
+use crate::limits::TenantLimits;
 use crate::metrics::Metrics;
 
 /// A subscription: the `session.resume` answer and the session's events from then on.
@@ -61,6 +62,8 @@ pub trait Profile: Send + Sync + 'static {
 pub struct AppState {
     pub profile: Arc<dyn Profile>,
     pub metrics: Metrics,
+    /// Per-tenant limits on connections and submits (the profile applies the run limit).
+    pub limits: Arc<TenantLimits>,
     pub info: ServerInfo,
     /// Frames above this get a `frame_too_large` error frame.
     pub max_frame_bytes: usize,

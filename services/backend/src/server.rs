@@ -15,6 +15,11 @@ use tokio::net::TcpListener;
 pub use crate::profile::AppState;
 use crate::ws;
 
+/// Initial read buffer of a WebSocket connection. tungstenite's default (128 KiB) is most
+/// of an idle connection's memory; client frames are small (a prompt, an answer), and a
+/// bigger one grows the buffer while it is read.
+const WS_READ_BUFFER: usize = 4 * 1024;
+
 pub fn router(state: Arc<AppState>) -> Router {
     Router::new()
         .route(WS_PATH, get(upgrade))
@@ -71,12 +76,36 @@ async fn upgrade(
         state.metrics.ws_auth_failures.inc();
         return unauthorized();
     };
+    let permit = match state.limits.connect(&identity.tenant) {
+        Ok(permit) => permit,
+        Err(error) => return rate_limited(error),
+    };
     // The hard cap is above the configured limit so that an oversize frame still arrives
     // and gets an error frame instead of a dropped connection.
     let hard_cap = state.max_frame_bytes.saturating_mul(4).max(1 << 20);
     ws.max_message_size(hard_cap)
         .max_frame_size(hard_cap)
-        .on_upgrade(move |socket| ws::connection(socket, state, identity, expires_at))
+        .read_buffer_size(WS_READ_BUFFER)
+        .on_upgrade(move |socket| async move {
+            ws::connection(socket, state, identity, expires_at).await;
+            drop(permit);
+        })
+}
+
+fn rate_limited(error: ErrorObject) -> Response {
+    let retry_after_ms = error
+        .data
+        .as_ref()
+        .and_then(|d| d.get("retry_after_ms"))
+        .and_then(|v| v.as_u64())
+        .unwrap_or(1000);
+    let seconds = retry_after_ms.div_ceil(1000).to_string();
+    (
+        StatusCode::TOO_MANY_REQUESTS,
+        [(axum::http::header::RETRY_AFTER, seconds)],
+        Json(serde_json::json!({ "error": error })),
+    )
+        .into_response()
 }
 
 fn unauthorized() -> Response {

@@ -78,11 +78,12 @@ pub fn init(instance: &str) -> Telemetry {
     Telemetry { provider }
 }
 
-fn build_provider(instance: &str) -> Result<SdkTracerProvider, String> {
+fn build_provider(
+    instance: &str,
+) -> Result<SdkTracerProvider, opentelemetry_otlp::ExporterBuildError> {
     let exporter = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
-        .build()
-        .map_err(|e| e.to_string())?;
+        .build()?;
     let service = std::env::var("OTEL_SERVICE_NAME").unwrap_or_else(|_| "lumina-backend".into());
     let resource = opentelemetry_sdk::Resource::builder()
         .with_service_name(service)

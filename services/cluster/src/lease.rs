@@ -9,7 +9,7 @@
 //! deadline. Every acquisition takes a new, strictly larger fencing token from a
 //! per-session counter (no TTL either), so tokens only grow while Redis keeps its data.
 //!
-//! Redis is allowed to lose everything (docs/design.md, "Fencing"). After a Redis restart
+//! Redis is allowed to lose everything (docs/design.md#fencing). After a Redis restart
 //! the counter starts again from zero, so a Redis fence alone is *not* enough for
 //! correctness: PostgreSQL records the largest fence that wrote to a session and refuses
 //! writes carrying a smaller one. An owner that knows the recorded fence passes it to

@@ -1,6 +1,7 @@
-//! Redis coordination for the cluster profile (docs/design.md, "Cluster"): the instance
-//! registry and the liveness every lease rests on, session leases with fencing tokens, request/reply RPC between instances over Redis Streams, and
-//! pub/sub hints of new session events.
+//! Redis coordination for the cluster profile (docs/design.md#cluster): the instance
+//! registry and the liveness every lease rests on, session leases with fencing tokens,
+//! request/reply RPC between instances over Redis Streams, pub/sub hints of new session
+//! events, and shared rate windows.
 //!
 //! Redis holds only what may be lost. PostgreSQL is the source of truth: a lost lease is
 //! re-acquired (with [`Leases::acquire_with_floor`] lifting the fence above what PostgreSQL
@@ -19,6 +20,7 @@ pub mod lease;
 mod owned;
 pub mod registry;
 pub mod rpc;
+pub mod window;
 
 pub use conn::{ConnOptions, Keys, Redis};
 pub use error::{ClusterError, Result};
@@ -28,3 +30,4 @@ pub use lease::{Holder, Lease, Leases};
 pub use owned::Ownerships;
 pub use registry::{InstanceInfo, Liveness, Registration, Registry};
 pub use rpc::{recover_dead_instance, RpcClient, RpcHandler, RpcOptions, RpcRequest, RpcServer};
+pub use window::Windows;

@@ -54,6 +54,9 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("jwt_jwks_file", Kind::Str),
     ("cluster_lease_ttl_ms", Kind::U64),
     ("cluster_drain_timeout_ms", Kind::U64),
+    ("tenant_max_connections", Kind::U32),
+    ("tenant_submits_per_minute", Kind::U32),
+    ("tenant_max_concurrent_runs", Kind::U32),
     ("memory_fabric_store", Kind::Str),
     ("web_search_url", Kind::Str),
     ("hooks", Kind::Hooks),
@@ -178,13 +181,60 @@ pub(crate) fn kind_of(key: &str) -> Option<Kind> {
     KEYS.iter().find(|(k, _)| *k == key).map(|(_, kind)| *kind)
 }
 
-/// The value in canonical form, or a description of what was expected. `null` is always
-/// accepted: it resets the setting to its default.
+/// Why a value does not fit its setting; `Display` says what it must be (the `expected` of
+/// [`crate::Error::InvalidSetting`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InvalidValue {
+    /// The wrong type, or none of the setting's values.
+    #[error("{expected}")]
+    Expected { expected: String },
+    /// A `hooks` key that is not a hook event.
+    #[error("{}; `{event}` is not a hook event", hooks_expected())]
+    HookEvent { event: String },
+    #[error("{}; `{event}` must be a list", hooks_expected())]
+    HookList { event: String },
+    #[error("{}; `{event}[{index}]` must be an object", hooks_expected())]
+    HookEntry { event: String, index: usize },
+    #[error(
+        "{}; `{event}[{index}]` needs a non-empty string `command`",
+        hooks_expected()
+    )]
+    HookCommand { event: String, index: usize },
+    #[error(
+        "{}; `{event}[{index}]` has an unknown field `{field}`",
+        hooks_expected()
+    )]
+    HookField {
+        event: String,
+        index: usize,
+        field: String,
+    },
+    #[error(
+        "{}; `{event}[{index}]`: `timeout_ms` must be a positive whole number and `matcher` a string",
+        hooks_expected()
+    )]
+    HookValue { event: String, index: usize },
+}
+
+impl InvalidValue {
+    fn expected(key: &str, kind: Kind) -> Self {
+        InvalidValue::Expected {
+            expected: describe(key, kind),
+        }
+    }
+}
+
+fn hooks_expected() -> String {
+    describe("hooks", Kind::Hooks)
+}
+
+/// The value in canonical form, or what was expected. `null` is always accepted: it resets
+/// the setting to its default.
 pub(crate) fn check_value(
     key: &str,
     kind: Kind,
     value: Value,
-) -> std::result::Result<Value, String> {
+) -> std::result::Result<Value, InvalidValue> {
     let ok = match (&value, kind) {
         (Value::Null, _) => true,
         (Value::String(s), Kind::Str) => {
@@ -194,7 +244,7 @@ pub(crate) fn check_value(
                     .iter()
                     .find(|(alias, _)| *alias == wanted)
                     .map(|(_, canonical)| Value::String((*canonical).to_string()))
-                    .ok_or_else(|| describe(key, kind));
+                    .ok_or_else(|| InvalidValue::expected(key, kind));
             }
             true
         }
@@ -217,7 +267,7 @@ pub(crate) fn check_value(
     if ok {
         Ok(value)
     } else {
-        Err(describe(key, kind))
+        Err(InvalidValue::expected(key, kind))
     }
 }
 
@@ -259,37 +309,57 @@ pub(crate) const HOOK_EVENTS: &[&str] = &[
 ];
 
 /// Checks a `hooks` object; the error names the offending entry.
-fn check_hooks(map: &serde_json::Map<String, Value>) -> std::result::Result<(), String> {
-    let expected = describe("hooks", Kind::Hooks);
+fn check_hooks(map: &serde_json::Map<String, Value>) -> std::result::Result<(), InvalidValue> {
     for (event, entries) in map {
         if !HOOK_EVENTS.contains(&event.as_str()) {
-            return Err(format!("{expected}; `{event}` is not a hook event"));
+            return Err(InvalidValue::HookEvent {
+                event: event.clone(),
+            });
         }
         let entries = match entries {
             Value::Null => continue,
             Value::Array(entries) => entries,
-            _ => return Err(format!("{expected}; `{event}` must be a list")),
+            _ => {
+                return Err(InvalidValue::HookList {
+                    event: event.clone(),
+                })
+            }
         };
-        for (i, entry) in entries.iter().enumerate() {
-            let at = format!("{expected}; `{event}[{i}]`");
+        for (index, entry) in entries.iter().enumerate() {
+            let event = || event.clone();
             let Value::Object(entry) = entry else {
-                return Err(format!("{at} must be an object"));
+                return Err(InvalidValue::HookEntry {
+                    event: event(),
+                    index,
+                });
             };
             match entry.get("command") {
                 Some(Value::String(c)) if !c.trim().is_empty() => {}
-                _ => return Err(format!("{at} needs a non-empty string `command`")),
+                _ => {
+                    return Err(InvalidValue::HookCommand {
+                        event: event(),
+                        index,
+                    })
+                }
             }
             for (field, value) in entry {
                 let ok = match field.as_str() {
                     "command" => true,
                     "timeout_ms" => value.as_u64().is_some_and(|v| v > 0) || value.is_null(),
                     "matcher" => value.is_string() || value.is_null(),
-                    _ => return Err(format!("{at} has an unknown field `{field}`")),
+                    _ => {
+                        return Err(InvalidValue::HookField {
+                            event: event(),
+                            index,
+                            field: field.clone(),
+                        })
+                    }
                 };
                 if !ok {
-                    return Err(format!(
-                        "{at}: `timeout_ms` must be a positive whole number and `matcher` a string"
-                    ));
+                    return Err(InvalidValue::HookValue {
+                        event: event(),
+                        index,
+                    });
                 }
             }
         }

@@ -67,7 +67,7 @@ pub fn env_layer(env: &Env) -> Result<Map<String, Value>> {
             expected,
         };
         let value = parse_env_value(kind, raw).ok_or_else(|| invalid(describe(key, kind)))?;
-        let value = check_value(key, kind, value).map_err(invalid)?;
+        let value = check_value(key, kind, value).map_err(|e| invalid(e.to_string()))?;
         layer.insert(key.to_string(), value);
     }
     Ok(layer)
@@ -191,7 +191,7 @@ fn check_layer(mut layer: Map<String, Value>, origin: &str) -> Result<Map<String
             check_value(key, kind, value.take()).map_err(|expected| Error::InvalidSetting {
                 origin: origin.to_string(),
                 key: key.clone(),
-                expected,
+                expected: expected.to_string(),
             })?;
         *value = checked;
     }

@@ -18,7 +18,7 @@ mod trust;
 pub use app_root::{project_id, AppRoot, LUMINA_HOME};
 pub use env::Env;
 pub use error::{Error, Result};
-pub use keys::setting_keys;
+pub use keys::{setting_keys, InvalidValue};
 pub use layers::{env_layer, is_memory_model_key, load, project_defaults_file};
 pub use secret::Secret;
 pub use settings::{

@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use lumina_protocol::ApiType;
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -66,7 +67,7 @@ pub struct Settings {
     /// Model name of the primary model. Default: none; required.
     pub api_model: Option<String>,
     /// Wire format: `anthropic`, `openai_compatible` or `auto`. Default: `auto`.
-    pub api_type: String,
+    pub api_type: ApiType,
     /// Context window in tokens, used for accounting and the compaction threshold; not
     /// sent to the provider. Default: 200000.
     pub max_tokens: u64,
@@ -82,7 +83,7 @@ pub struct Settings {
     /// Model name of the fallback model. Default: none.
     pub fallback_api_model: Option<String>,
     /// Wire format of the fallback. Default: none, meaning the primary's `api_type`.
-    pub fallback_api_type: Option<String>,
+    pub fallback_api_type: Option<ApiType>,
     /// Permission mode: `ask`, `accept-edits` or `bypass`. Default: `ask`.
     pub permission_mode: String,
     /// Allow and deny rules for tool calls. Default: empty.
@@ -137,6 +138,15 @@ pub struct Settings {
     /// How long a drain waits for running turns before interrupting them, ms.
     /// Default: 30000.
     pub cluster_drain_timeout_ms: u64,
+    /// WebSocket connections one tenant may hold on one instance (0: no limit). Default: 0.
+    pub tenant_max_connections: u32,
+    /// `session.submit` calls one tenant may make per minute — across the cluster in the
+    /// cluster profile (a Redis window), in the process locally (0: no limit). Default: 0.
+    pub tenant_submits_per_minute: u32,
+    /// Runs of one tenant running at once on one instance; a submit that would start
+    /// another is refused (follow-ups and steering of a running session are not) (0: no
+    /// limit). Default: 0.
+    pub tenant_max_concurrent_runs: u32,
     /// Memory Fabric store, e.g. `postgres` in the cluster. Default: none (the profile's
     /// own store).
     pub memory_fabric_store: Option<String>,
@@ -200,7 +210,7 @@ impl Default for Settings {
             api_key: None,
             api_base_url: None,
             api_model: None,
-            api_type: "auto".into(),
+            api_type: ApiType::Auto,
             max_tokens: 200_000,
             max_output_tokens: 8192,
             fallback_api_enabled: false,
@@ -231,6 +241,9 @@ impl Default for Settings {
             jwt_jwks_file: None,
             cluster_lease_ttl_ms: 2_000,
             cluster_drain_timeout_ms: 30_000,
+            tenant_max_connections: 0,
+            tenant_submits_per_minute: 0,
+            tenant_max_concurrent_runs: 0,
             memory_fabric_store: None,
             web_search_url: None,
             hooks: Hooks::default(),
@@ -287,6 +300,9 @@ impl std::fmt::Debug for Settings {
             .field("jwt_jwks_file", &self.jwt_jwks_file)
             .field("cluster_lease_ttl_ms", &self.cluster_lease_ttl_ms)
             .field("cluster_drain_timeout_ms", &self.cluster_drain_timeout_ms)
+            .field("tenant_max_connections", &self.tenant_max_connections)
+            .field("tenant_submits_per_minute", &self.tenant_submits_per_minute)
+            .field("tenant_max_concurrent_runs", &self.tenant_max_concurrent_runs)
             .field("memory_fabric_store", &self.memory_fabric_store)
             .field("web_search_url", &self.web_search_url)
             .field("hooks", &self.hooks)
@@ -309,7 +325,7 @@ impl std::fmt::Debug for Settings {
 #[derive(Debug, Clone, PartialEq)]
 pub struct EndpointSettings {
     /// `anthropic`, `openai_compatible` or `auto`.
-    pub api_type: String,
+    pub api_type: ApiType,
     pub base_url: String,
     pub model: String,
     pub api_key: Secret,
@@ -422,7 +438,10 @@ impl Settings {
             }
             if let (Some(key), Some(base_url), Some(model)) = (key, base_url, model) {
                 fallback = Some(EndpointSettings {
-                    api_type: present(self.fallback_api_type.as_deref())
+                    api_type: self
+                        .fallback_api_type
+                        .clone()
+                        .filter(|t| !t.as_str().trim().is_empty())
                         .unwrap_or_else(|| self.api_type.clone()),
                     base_url,
                     model,
@@ -477,7 +496,7 @@ impl MemoryEmbeddings {
 }
 
 impl std::str::FromStr for MemoryEmbeddings {
-    type Err = String;
+    type Err = crate::InvalidValue;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match crate::keys::check_value(

@@ -4,7 +4,7 @@ use serde_json::json;
 use super::*;
 use crate::fixtures::ANTHROPIC_TOOL_THINKING;
 use crate::stream::parse_transcript;
-use crate::{ApiType, ToolSpec};
+use crate::{ApiType, InvalidArguments, ToolSpec};
 
 fn parse(s: &str) -> (Vec<StreamDelta>, Result<Assembled, ModelError>) {
     parse_transcript(ApiType::Anthropic, &[s.as_bytes()])
@@ -82,7 +82,9 @@ fn invalid_tool_json_is_kept_raw_and_eof_after_stop_reason_is_complete() {
     let a = result.unwrap();
     assert_eq!(
         a.tool_calls[0].arguments,
-        Err("{\"command\": \"ls".to_string())
+        Err(InvalidArguments {
+            raw: "{\"command\": \"ls".to_string()
+        })
     );
     assert_eq!(a.stop_reason, StopReason::ToolUse);
     assert_eq!(a.usage.output_tokens, 7);

@@ -47,7 +47,8 @@ impl ModelError {
         self.is_retryable()
     }
 
-    /// A short stable code for journal events (`run.failed.code`).
+    /// A short stable code for journal events: the wire name of `run.failed`'s
+    /// `lumina_protocol::RunFailureCode` (`cancelled` ends a run as interrupted instead).
     pub fn code(&self) -> &'static str {
         match self {
             ModelError::Auth { .. } => "model_auth",

@@ -4,7 +4,7 @@ use serde_json::json;
 use super::*;
 use crate::fixtures::{OPENAI_COMPAT_QUIRKS, OPENAI_INTERLEAVED};
 use crate::stream::parse_transcript;
-use crate::{ApiType, ToolSpec};
+use crate::{ApiType, InvalidArguments, ToolSpec};
 
 fn parse(s: &str) -> (Vec<StreamDelta>, Result<Assembled, ModelError>) {
     parse_transcript(ApiType::OpenaiCompatible, &[s.as_bytes()])
@@ -114,7 +114,9 @@ fn invalid_arguments_object_arguments_and_missing_ids() {
             ToolCall {
                 id: "call_0".into(),
                 name: "shell".into(),
-                arguments: Err("{\"command\": ".into()),
+                arguments: Err(InvalidArguments {
+                    raw: "{\"command\": ".into(),
+                }),
             },
             ToolCall {
                 id: "call_1".into(),

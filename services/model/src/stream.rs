@@ -4,7 +4,8 @@ use serde_json::Value;
 
 use crate::sse::SseEvent;
 use crate::{
-    anthropic, openai, ApiType, ModelError, StopReason, StreamDelta, TokenUsage, ToolCall,
+    anthropic, openai, ApiType, InvalidArguments, ModelError, StopReason, StreamDelta, TokenUsage,
+    ToolCall,
 };
 
 /// Whether the parser has seen the end of the message.
@@ -27,11 +28,11 @@ pub(crate) struct Assembled {
 
 /// Tool arguments are only valid JSON once complete; an empty string means "no arguments".
 /// Invalid JSON is kept raw so the runtime can hand the model an error tool result.
-pub(crate) fn parse_arguments(raw: String) -> Result<Value, String> {
+pub(crate) fn parse_arguments(raw: String) -> Result<Value, InvalidArguments> {
     if raw.trim().is_empty() {
         return Ok(Value::Object(serde_json::Map::new()));
     }
-    serde_json::from_str(&raw).map_err(|_| raw)
+    serde_json::from_str(&raw).map_err(|_| InvalidArguments { raw })
 }
 
 pub(crate) fn parse_json(ev: &SseEvent) -> Result<Value, ModelError> {

@@ -127,13 +127,20 @@ pub enum StreamDelta {
     Thinking(String),
 }
 
-/// A complete tool call. `arguments` is `Err(raw)` when the model sent invalid JSON: the
+/// A complete tool call. `arguments` is an error when the model sent invalid JSON: the
 /// runtime turns that into an error tool result instead of failing.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
     pub id: String,
     pub name: String,
-    pub arguments: Result<Value, String>,
+    pub arguments: Result<Value, InvalidArguments>,
+}
+
+/// Tool-call arguments that are not valid JSON, kept as the model sent them.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the arguments are not valid JSON ({} bytes)", .raw.len())]
+pub struct InvalidArguments {
+    pub raw: String,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

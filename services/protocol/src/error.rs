@@ -32,6 +32,9 @@ pub enum ErrorCode {
     Unavailable,
     /// The server is draining and does not take this request.
     Draining,
+    /// A per-tenant limit (connections, submits per minute, concurrent runs) is reached;
+    /// `data.retry_after_ms` says when to try again.
+    RateLimited,
     /// The feature exists in the protocol but not in this server build.
     NotImplemented,
     /// Anything else. The message says what happened; nothing secret is in it.
@@ -55,6 +58,7 @@ impl ErrorCode {
             ErrorCode::Fenced => "fenced",
             ErrorCode::Unavailable => "unavailable",
             ErrorCode::Draining => "draining",
+            ErrorCode::RateLimited => "rate_limited",
             ErrorCode::NotImplemented => "not_implemented",
             ErrorCode::Internal => "internal",
         }

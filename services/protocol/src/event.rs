@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::goal::{GoalBudgets, GoalState, GoalUsage};
+use crate::state::{ApiType, RunFailureCode};
 
 /// One durable event. On the wire it is an object with a `kind` tag and the kind's fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -32,7 +33,7 @@ pub enum Event {
     #[serde(rename = "run.failed")]
     RunFailed {
         run_id: String,
-        code: String,
+        code: RunFailureCode,
         message: String,
     },
     #[serde(rename = "run.interrupted")]
@@ -94,7 +95,7 @@ pub enum Event {
         run_id: String,
         step: u32,
         model: String,
-        api_type: String,
+        api_type: ApiType,
         message_count: u32,
         context_tokens: u64,
         /// The last journal seq the compiled context includes (0 in journals written before

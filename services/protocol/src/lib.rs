@@ -7,12 +7,14 @@ pub mod event;
 pub mod frame;
 pub mod goal;
 pub mod methods;
+pub mod state;
 pub mod table;
 
 pub use error::{ErrorCode, ErrorObject};
 pub use event::{Decision, Event, TodoItem, ToolCallInfo, Usage};
 pub use frame::{ClientFrame, DeltaFrame, EventFrame, ServerFrame};
 pub use goal::{GoalBudgets, GoalState, GoalUsage};
+pub use state::{ApiType, RunFailureCode, RunStatus, SessionStatus};
 pub use table::{request, Method, Request, Route, Scope};
 
 /// The protocol version this crate describes.

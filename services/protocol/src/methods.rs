@@ -3,6 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::state::{RunStatus, SessionStatus};
 use crate::table::Method;
 use crate::{EventFrame, GoalBudgets, GoalState, GoalUsage, Usage};
 
@@ -79,7 +80,7 @@ pub struct SessionInfo {
     pub created_at_ms: i64,
     pub updated_at_ms: i64,
     /// `idle`, `running` or `archived`.
-    pub status: String,
+    pub status: SessionStatus,
     pub head_seq: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_run: Option<RunSummary>,
@@ -90,7 +91,7 @@ pub struct SessionInfo {
 pub struct RunSummary {
     pub run_id: String,
     /// `queued`, `running`, `completed`, `failed` or `interrupted`.
-    pub status: String,
+    pub status: RunStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

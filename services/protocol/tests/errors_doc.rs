@@ -42,6 +42,7 @@ fn every_code() -> Vec<ErrorCode> {
         Fenced,
         Unavailable,
         Draining,
+        RateLimited,
         NotImplemented,
         Internal,
     ]

@@ -1,3 +1,5 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 //! docs/protocol.md's method table and the protocol's method table agree: the same methods,
 //! scopes and routes, in the same order.
 

@@ -4,7 +4,7 @@
 use std::collections::HashSet;
 
 use lumina_model::{ContentBlock, Message, Role};
-use lumina_protocol::{Decision, Event, EventFrame};
+use lumina_protocol::{Decision, Event, EventFrame, RunFailureCode};
 use lumina_skills::{InstructionFile, SkillCatalog};
 
 /// What the history says about the conversation so far.
@@ -47,7 +47,7 @@ pub fn system_prompt(
 }
 
 /// The `run.failed` code of a run whose prompt a hook blocked.
-pub const BLOCKED_BY_HOOK: &str = "blocked_by_hook";
+pub const BLOCKED_BY_HOOK: RunFailureCode = RunFailureCode::BlockedByHook;
 
 /// How a steering message is introduced to the model.
 pub const STEERING_PREFIX: &str = "[The user sent this message while you were working]";
@@ -92,7 +92,7 @@ pub fn build_history(events: &[EventFrame], skills: &SkillCatalog) -> History {
     let blocked: HashSet<&str> = events
         .iter()
         .filter_map(|f| match &f.event {
-            Event::RunFailed { run_id, code, .. } if code == BLOCKED_BY_HOOK => {
+            Event::RunFailed { run_id, code, .. } if *code == BLOCKED_BY_HOOK => {
                 Some(run_id.as_str())
             }
             _ => None,

@@ -27,7 +27,7 @@ pub enum Error {
     #[error("this instance is draining and takes no new sessions")]
     Draining,
     #[error("settings: {0}")]
-    Settings(String),
+    Settings(#[from] crate::settings::SettingsError),
     #[error("{0}")]
     GoalNotFound(String),
     #[error("{0}")]
@@ -75,3 +75,19 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Bad arguments of a tool the runtime runs itself (`agent`, `goal_complete`, the memory
+/// tools); the message is the error tool result the model sees.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum ArgError {
+    #[error("`{0}` (a non-empty string) is required")]
+    Required(&'static str),
+    #[error("`{0}` must be a non-empty string")]
+    NotANonEmptyString(&'static str),
+    #[error("`{0}` must be a string")]
+    NotAString(&'static str),
+    #[error("`{0}` must be an array of strings")]
+    NotStrings(&'static str),
+    #[error("`{0}` must be an array of tool names")]
+    NotToolNames(&'static str),
+}

@@ -26,7 +26,7 @@ use std::sync::Arc;
 use lumina_config::{AppRoot, Env};
 use lumina_journal::{now_ms, Fence, JournalStore, SessionKey, SessionRecord};
 use lumina_protocol::methods::{SessionCreateParams, SessionInfo};
-use lumina_protocol::Event;
+use lumina_protocol::{Event, SessionStatus};
 use lumina_tools::ToolRegistry;
 use tokio::sync::Mutex;
 
@@ -176,7 +176,7 @@ impl Runtime {
         let mut opened = 0;
         for record in records {
             let status = record.summary.get("status").and_then(|s| s.as_str());
-            if status != Some("idle") {
+            if status.map(SessionStatus::from) != Some(SessionStatus::Idle) {
                 match self.session(&record.session_id).await {
                     Ok(_) => opened += 1,
                     Err(err) => {
@@ -378,6 +378,16 @@ impl Runtime {
     }
 
     /// Whether any session has a run in flight.
+    /// How many of this runtime's sessions have a run running.
+    pub async fn running_sessions(&self) -> usize {
+        self.sessions
+            .lock()
+            .await
+            .values()
+            .filter(|s| s.is_running())
+            .count()
+    }
+
     pub async fn any_running(&self) -> bool {
         self.sessions.lock().await.values().any(|s| s.is_running())
     }

@@ -33,8 +33,9 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use tokio_util::sync::CancellationToken;
 
+use crate::error::ArgError;
 use crate::run::RunContext;
-use crate::settings::RunSettings;
+use crate::settings::{RunSettings, SettingsError};
 
 /// Recall in the project's memory.
 pub const SEARCH_TOOL: &str = "memory_search";
@@ -163,10 +164,10 @@ pub(crate) fn descriptor(name: &str) -> Option<ToolDescriptor> {
     descriptors().into_iter().find(|d| d.name == name)
 }
 
-fn string_arg(args: &Value, key: &str) -> Result<String, String> {
+fn string_arg(args: &Value, key: &'static str) -> Result<String, ArgError> {
     match args.get(key).and_then(Value::as_str).map(str::trim) {
         Some(s) if !s.is_empty() => Ok(s.to_string()),
-        _ => Err(format!("`{key}` must be a non-empty string")),
+        _ => Err(ArgError::NotANonEmptyString(key)),
     }
 }
 
@@ -179,7 +180,7 @@ pub(crate) async fn call(ctx: &RunContext, name: &str, args: &Value) -> ToolOutp
         SEARCH_TOOL => {
             let query = match string_arg(args, "query") {
                 Ok(q) => q,
-                Err(problem) => return ToolOutput::error(problem),
+                Err(problem) => return ToolOutput::error(problem.to_string()),
             };
             let recall = RecallQuery {
                 max_items: SEARCH_ITEMS,
@@ -195,7 +196,7 @@ pub(crate) async fn call(ctx: &RunContext, name: &str, args: &Value) -> ToolOutp
         REMEMBER_TOOL => {
             let text = match string_arg(args, "text") {
                 Ok(t) => t,
-                Err(problem) => return ToolOutput::error(problem),
+                Err(problem) => return ToolOutput::error(problem.to_string()),
             };
             let journal = ctx.session.journal();
             let session_id = journal.session_id().to_string();
@@ -308,7 +309,7 @@ impl CompileModel {
 
     /// The client of a run's settings with `memory_compile_model` (when set) as the
     /// primary model.
-    pub(crate) fn from_settings(settings: &RunSettings) -> Result<Self, String> {
+    pub(crate) fn from_settings(settings: &RunSettings) -> Result<Self, SettingsError> {
         let mut settings = settings.clone();
         if let Some(model) = settings
             .settings

@@ -11,14 +11,16 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use lumina_protocol::methods::{RunSummary, SessionInfo};
-use lumina_protocol::{Decision, Event, EventFrame, TodoItem, Usage, MAIN_STREAM};
+use lumina_protocol::{
+    Decision, Event, EventFrame, RunStatus, SessionStatus, TodoItem, Usage, MAIN_STREAM,
+};
 use serde::{Deserialize, Serialize};
 
 /// What the summary row (and `meta.json`) holds.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub title: String,
-    pub status: String,
+    pub status: SessionStatus,
     pub head_seq: u64,
     pub last_run: Option<RunSummary>,
     pub usage: Usage,
@@ -97,7 +99,7 @@ impl Projection {
                     run_id.clone(),
                     RunSummary {
                         run_id: run_id.clone(),
-                        status: "queued".into(),
+                        status: RunStatus::Queued,
                         result: None,
                         error: None,
                     },
@@ -125,7 +127,7 @@ impl Projection {
             Event::RunStarted { run_id, .. } => {
                 if main {
                     self.queued.retain(|q| q.run_id != *run_id);
-                    self.set_run(run_id, "running", None, None);
+                    self.set_run(run_id, RunStatus::Running, None, None);
                 }
                 self.open_runs
                     .entry(run_id.clone())
@@ -210,7 +212,7 @@ impl Projection {
             }
             Event::RunCompleted { run_id, result, .. } => {
                 if main {
-                    self.set_run(run_id, "completed", Some(result.clone()), None);
+                    self.set_run(run_id, RunStatus::Completed, Some(result.clone()), None);
                 }
                 self.open_runs.remove(run_id);
             }
@@ -220,7 +222,8 @@ impl Projection {
                 message,
             } => {
                 if main {
-                    self.set_run(run_id, "failed", None, Some(format!("{code}: {message}")));
+                    let error = Some(format!("{code}: {message}"));
+                    self.set_run(run_id, RunStatus::Failed, None, error);
                 }
                 self.open_runs.remove(run_id);
             }
@@ -228,7 +231,7 @@ impl Projection {
                 if main {
                     // A queued run cancelled before it started ends here too.
                     self.queued.retain(|q| q.run_id != *run_id);
-                    self.set_run(run_id, "interrupted", None, Some(reason.clone()));
+                    self.set_run(run_id, RunStatus::Interrupted, None, Some(reason.clone()));
                 }
                 self.open_runs.remove(run_id);
             }
@@ -256,7 +259,7 @@ impl Projection {
     fn set_run(
         &mut self,
         run_id: &str,
-        status: &str,
+        status: RunStatus,
         result: Option<String>,
         error: Option<String>,
     ) {
@@ -264,7 +267,7 @@ impl Projection {
             run_id.to_string(),
             RunSummary {
                 run_id: run_id.to_string(),
-                status: status.to_string(),
+                status,
                 result,
                 error,
             },
@@ -272,20 +275,20 @@ impl Projection {
         self.last_run = Some(run_id.to_string());
     }
 
-    pub fn status(&self) -> &'static str {
+    pub fn status(&self) -> SessionStatus {
         if self.archived {
-            "archived"
+            SessionStatus::Archived
         } else if self.open_runs.is_empty() && self.queued.is_empty() {
-            "idle"
+            SessionStatus::Idle
         } else {
-            "running"
+            SessionStatus::Running
         }
     }
 
     pub fn summary(&self) -> Summary {
         Summary {
             title: self.title.clone(),
-            status: self.status().to_string(),
+            status: self.status(),
             head_seq: self.head_seq,
             last_run: self
                 .last_run
@@ -347,12 +350,11 @@ pub fn session_info(record: &lumina_journal::SessionRecord) -> SessionInfo {
         project_root: record.project_root.clone(),
         created_at_ms: record.created_at_ms,
         updated_at_ms: record.updated_at_ms,
-        status: if record.archived {
-            "archived".to_string()
-        } else if summary.status.is_empty() {
-            "idle".to_string()
-        } else {
-            summary.status
+        status: match summary.status {
+            _ if record.archived => SessionStatus::Archived,
+            // No status recorded: read as idle.
+            SessionStatus::Other(name) if name.is_empty() => SessionStatus::Idle,
+            status => status,
         },
         head_seq: summary.head_seq,
         last_run: summary.last_run,

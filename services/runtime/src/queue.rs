@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use lumina_journal::CommandRecord;
 use lumina_protocol::methods::{RunSummary, SessionSubmitParams, SessionSubmitResult, SubmitMode};
-use lumina_protocol::{Event, MAIN_STREAM};
+use lumina_protocol::{Event, RunFailureCode, RunStatus, MAIN_STREAM};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -79,7 +79,7 @@ impl Session {
             .journal()
             .with_projection(|p| p.runs.get(&active).cloned())
             .await
-            .unwrap_or_else(|| summary(&active, "running"));
+            .unwrap_or_else(|| summary(&active, RunStatus::Running));
         Ok(SessionSubmitResult {
             run_id: active,
             created: true,
@@ -116,7 +116,7 @@ impl Session {
         Ok(SessionSubmitResult {
             run_id: run_id.clone(),
             created: true,
-            run: summary(&run_id, "queued"),
+            run: summary(&run_id, RunStatus::Queued),
         })
     }
 
@@ -234,11 +234,11 @@ impl Session {
         ];
         let settings = match settings {
             Ok(settings) => settings,
-            Err(message) => {
+            Err(err) => {
                 events.push(Event::RunFailed {
                     run_id: queued.run_id.clone(),
-                    code: "settings".into(),
-                    message,
+                    code: RunFailureCode::Settings,
+                    message: err.to_string(),
                 });
                 self.journal().append(events).await?;
                 return Ok(None);
@@ -261,10 +261,10 @@ impl Session {
     }
 }
 
-fn summary(run_id: &str, status: &str) -> RunSummary {
+fn summary(run_id: &str, status: RunStatus) -> RunSummary {
     RunSummary {
         run_id: run_id.to_string(),
-        status: status.to_string(),
+        status,
         result: None,
         error: None,
     }

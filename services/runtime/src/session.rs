@@ -15,7 +15,7 @@ use lumina_journal::CommandRecord;
 use lumina_protocol::methods::{
     RunSummary, SessionInfo, SessionSubmitParams, SessionSubmitResult, SubmitMode,
 };
-use lumina_protocol::{Decision, Event, EventFrame, Usage};
+use lumina_protocol::{Decision, Event, EventFrame, RunStatus, SessionStatus, Usage};
 use lumina_skills::{InstructionFile, SkillCatalog};
 use lumina_tools::ToolRegistry;
 use serde_json::{json, Map, Value};
@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::goal::{GoalControl, GoalRequest};
 use crate::journal::{Outbound, SessionJournal};
 use crate::run::{self, RunContext};
-use crate::settings::{sanitize_overrides, RunSettings};
+use crate::settings::{sanitize_overrides, RunSettings, SettingsError};
 use crate::{Error, Result, Shared};
 
 type PermissionAnswer = (Decision, Option<String>);
@@ -171,7 +171,7 @@ impl Session {
         let mut info = crate::projection::session_info(&record);
         let summary = self.journal.with_projection(|p| p.summary()).await;
         info.status = if record.archived {
-            "archived".into()
+            SessionStatus::Archived
         } else {
             summary.status
         };
@@ -187,7 +187,7 @@ impl Session {
     pub(crate) async fn reload_settings(
         &self,
         previous: &RunSettings,
-    ) -> Result<RunSettings, String> {
+    ) -> Result<RunSettings, SettingsError> {
         RunSettings::load(
             &self.shared.app_root,
             &self.project_root,
@@ -197,7 +197,10 @@ impl Session {
     }
 
     /// The layered settings with `overrides` on top, read now.
-    pub(crate) fn reload_with(&self, overrides: Map<String, Value>) -> Result<RunSettings, String> {
+    pub(crate) fn reload_with(
+        &self,
+        overrides: Map<String, Value>,
+    ) -> Result<RunSettings, SettingsError> {
         RunSettings::load(
             &self.shared.app_root,
             &self.project_root,
@@ -226,7 +229,7 @@ impl Session {
         if self.journal.with_projection(|p| p.archived).await {
             return Err(Error::Archived(self.id().to_string()));
         }
-        let overrides = sanitize_overrides(&params.settings).map_err(Error::InvalidParams)?;
+        let overrides = sanitize_overrides(&params.settings)?;
         let settings = RunSettings::load(
             &self.shared.app_root,
             &self.project_root,
@@ -309,7 +312,7 @@ impl Session {
             created: true,
             run: RunSummary {
                 run_id,
-                status: "running".into(),
+                status: RunStatus::Running,
                 result: None,
                 error: None,
             },
@@ -353,7 +356,7 @@ impl Session {
             .await
             .unwrap_or(RunSummary {
                 run_id: run_id.clone(),
-                status: "running".into(),
+                status: RunStatus::Running,
                 result: None,
                 error: None,
             });

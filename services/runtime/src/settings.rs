@@ -5,12 +5,31 @@
 use std::path::Path;
 use std::time::Duration;
 
-use lumina_config::{AppRoot, Env, Settings};
-use lumina_model::{ApiType, ModelClient, ModelEndpoint, ModelOptions};
+use lumina_config::{AppRoot, Env, MissingModel, Settings};
+use lumina_model::{ApiType, ModelClient, ModelEndpoint, ModelError, ModelOptions};
 use lumina_tools::permission::{PermissionEngine, PermissionMode, PermissionRules};
 use serde_json::{Map, Value};
 
 use crate::hooks::HookSet;
+
+/// Why a run's settings are unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    #[error(transparent)]
+    Load(#[from] lumina_config::Error),
+    #[error("unknown permission_mode `{0}` (use ask, accept-edits or bypass)")]
+    PermissionMode(String),
+    #[error("permissions: {0}")]
+    Permissions(#[source] lumina_tools::Error),
+    /// No model is configured; the message names what to set.
+    #[error(transparent)]
+    NoModel(#[from] MissingModel),
+    #[error("unknown api_type `{0}`")]
+    ApiType(lumina_protocol::ApiType),
+    /// The model client could not be built.
+    #[error(transparent)]
+    Client(#[from] ModelError),
+}
 
 /// Setting keys a submit may override (the CLI's flags and environment).
 const OVERRIDABLE: &[&str] = &[
@@ -29,7 +48,7 @@ const OVERRIDABLE: &[&str] = &[
 ];
 
 /// Keeps only the overridable keys of a submit's `settings` object.
-pub fn sanitize_overrides(value: &Value) -> Result<Map<String, Value>, String> {
+pub fn sanitize_overrides(value: &Value) -> crate::Result<Map<String, Value>> {
     match value {
         Value::Null => Ok(Map::new()),
         Value::Object(map) => Ok(map
@@ -37,7 +56,9 @@ pub fn sanitize_overrides(value: &Value) -> Result<Map<String, Value>, String> {
             .filter(|(k, _)| OVERRIDABLE.contains(&k.as_str()))
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect()),
-        _ => Err("`settings` must be an object".into()),
+        _ => Err(crate::Error::InvalidParams(
+            "`settings` must be an object".into(),
+        )),
     }
 }
 
@@ -66,21 +87,18 @@ impl RunSettings {
         project_root: &Path,
         env: &Env,
         overrides: Map<String, Value>,
-    ) -> Result<RunSettings, String> {
-        let settings = lumina_config::load(app_root, Some(project_root), env, &overrides)
-            .map_err(|e| e.to_string())?;
-        let permission_mode: PermissionMode = settings.permission_mode.parse().map_err(|_| {
-            format!(
-                "unknown permission_mode `{}` (use ask, accept-edits or bypass)",
-                settings.permission_mode
-            )
-        })?;
+    ) -> Result<RunSettings, SettingsError> {
+        let settings = lumina_config::load(app_root, Some(project_root), env, &overrides)?;
+        let permission_mode: PermissionMode = settings
+            .permission_mode
+            .parse()
+            .map_err(|_| SettingsError::PermissionMode(settings.permission_mode.clone()))?;
         let rules = PermissionRules {
             allow: settings.permissions.allow.clone(),
             deny: settings.permissions.deny.clone(),
         };
         let permissions = PermissionEngine::new(&rules)
-            .map_err(|e| format!("permissions: {e}"))?
+            .map_err(SettingsError::Permissions)?
             .with_project_root(project_root);
         let (hooks, hook_problems) = HookSet::from_settings(&settings.hooks);
         Ok(RunSettings {
@@ -100,28 +118,27 @@ impl RunSettings {
     }
 
     /// Checks that a model is configured; the error names what to set.
-    pub fn check_model(&self) -> Result<(), String> {
-        self.settings
-            .model_endpoints()
-            .map(|_| ())
-            .map_err(|e| e.to_string())
+    pub fn check_model(&self) -> Result<(), SettingsError> {
+        self.settings.model_endpoints()?;
+        Ok(())
     }
 
     pub fn model_name(&self) -> String {
         self.settings.api_model.clone().unwrap_or_default()
     }
 
-    pub fn api_type_name(&self) -> String {
+    /// The configured `api_type` (as `model.requested` records it).
+    pub fn api_type(&self) -> lumina_protocol::ApiType {
         self.settings.api_type.clone()
     }
 
     /// Builds the streaming client (primary + optional fallback).
-    pub fn model_client(&self) -> Result<ModelClient, String> {
-        let models = self.settings.model_endpoints().map_err(|e| e.to_string())?;
-        let endpoint = |e: &lumina_config::EndpointSettings| -> Result<ModelEndpoint, String> {
+    pub fn model_client(&self) -> Result<ModelClient, SettingsError> {
+        let models = self.settings.model_endpoints()?;
+        let endpoint = |e: &lumina_config::EndpointSettings| -> Result<_, SettingsError> {
             Ok(ModelEndpoint {
-                api_type: ApiType::parse(&e.api_type)
-                    .ok_or_else(|| format!("unknown api_type `{}`", e.api_type))?,
+                api_type: ApiType::parse(e.api_type.as_str())
+                    .ok_or_else(|| SettingsError::ApiType(e.api_type.clone()))?,
                 base_url: e.base_url.clone(),
                 model: e.model.clone(),
                 api_key: e.api_key.clone(),
@@ -146,7 +163,7 @@ fn cached_client(
     primary: ModelEndpoint,
     fallback: Option<ModelEndpoint>,
     options: ModelOptions,
-) -> Result<ModelClient, String> {
+) -> Result<ModelClient, SettingsError> {
     static CLIENTS: std::sync::OnceLock<std::sync::Mutex<Vec<ModelClient>>> =
         std::sync::OnceLock::new();
     let cache = CLIENTS.get_or_init(Default::default);
@@ -156,7 +173,7 @@ fn cached_client(
     }) {
         return Ok(client.clone());
     }
-    let client = ModelClient::new(primary, fallback, options).map_err(|e| e.to_string())?;
+    let client = ModelClient::new(primary, fallback, options)?;
     // A handful of distinct configurations at most; drop the oldest beyond that.
     if clients.len() >= 8 {
         clients.remove(0);

@@ -22,14 +22,14 @@ use crate::hooks::{run_hooks, HookEvent, HookScope, HookVerdict};
 use crate::memory;
 use crate::run::RunContext;
 use crate::settings::RunSettings;
-use crate::subagent::{self, Slot, AGENT_TOOL};
+use crate::subagent::{self, LimitReached, Slot, AGENT_TOOL};
 use crate::Result;
 
 /// What was decided about a call before it started.
 pub(crate) enum Precheck {
     None,
     /// An `agent` call's sub-agent slot, or the limit that refused it.
-    Agent(std::result::Result<Slot, String>),
+    Agent(std::result::Result<Slot, LimitReached>),
     /// The call must not run (e.g. the goal's tool-call budget is spent).
     Refused(String),
 }
@@ -76,18 +76,27 @@ impl Callable {
     }
 }
 
-/// Runs one tool call through permissions. Returns true when the user interrupted it.
+/// How a tool call (or a step's calls) ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum CallOutcome {
+    /// Journaled with its result (`tool.completed`).
+    Finished,
+    /// The run was interrupted meanwhile (`tool.interrupted`): the run stops.
+    Interrupted,
+}
+
+/// Runs one tool call through permissions.
 pub(crate) async fn run_tool(
     ctx: &RunContext,
     settings: &RunSettings,
     step: u32,
     call: &ToolCall,
     precheck: Precheck,
-) -> Result<bool> {
+) -> Result<CallOutcome> {
     let journal = ctx.session.journal();
     let arguments = match &call.arguments {
         Ok(v) => v.clone(),
-        Err(raw) => Value::String(raw.clone()),
+        Err(invalid) => Value::String(invalid.raw.clone()),
     };
     ctx.append(vec![Event::ToolStarted {
         run_id: ctx.run_id.clone(),
@@ -122,7 +131,8 @@ pub(crate) async fn run_tool(
     let (slot, refused) = match precheck {
         Precheck::None => (None, None),
         Precheck::Agent(Ok(slot)) => (Some(slot), None),
-        Precheck::Agent(Err(limit)) | Precheck::Refused(limit) => (None, Some(limit)),
+        Precheck::Agent(Err(limit)) => (None, Some(limit.to_string())),
+        Precheck::Refused(reason) => (None, Some(reason)),
     };
     let output = match (&call.arguments, Callable::resolve(ctx, &call.name)) {
         _ if refused.is_some() => ToolOutput::error(refused.unwrap_or_default()),
@@ -135,9 +145,8 @@ pub(crate) async fn run_tool(
                 .collect::<Vec<_>>()
                 .join(", ")
         )),
-        (Err(raw), Some(_)) => ToolOutput::error(format!(
-            "the arguments are not valid JSON ({} bytes); send a JSON object matching the tool's schema",
-            raw.len()
+        (Err(invalid), Some(_)) => ToolOutput::error(format!(
+            "{invalid}; send a JSON object matching the tool's schema"
         )),
         (Ok(args), Some(tool)) => {
             let hooked = run_hooks(
@@ -171,11 +180,13 @@ pub(crate) async fn run_tool(
                             }
                             None => ToolOutput::error("no sub-agent slot was reserved"),
                         },
-                        Callable::GoalComplete => match ctx.goal_turns().map(|g| g.complete(args)) {
-                            Some(Ok(reply)) => ToolOutput::ok(reply),
-                            Some(Err(problem)) => ToolOutput::error(problem),
-                            None => ToolOutput::error("this run works on no goal"),
-                        },
+                        Callable::GoalComplete => {
+                            match ctx.goal_turns().map(|g| g.complete(args)) {
+                                Some(Ok(reply)) => ToolOutput::ok(reply),
+                                Some(Err(problem)) => ToolOutput::error(problem.to_string()),
+                                None => ToolOutput::error("this run works on no goal"),
+                            }
+                        }
                         Callable::Memory(descriptor) => {
                             memory::call(ctx, &descriptor.name, args).await
                         }
@@ -199,7 +210,7 @@ pub(crate) async fn run_tool(
             reason: ctx.interrupt_reason(),
         }])
         .await?;
-        return Ok(true);
+        return Ok(CallOutcome::Interrupted);
     }
     let mut events = vec![Event::ToolCompleted {
         run_id: ctx.run_id.clone(),
@@ -225,7 +236,7 @@ pub(crate) async fn run_tool(
         });
         run_hooks(&settings.hooks, HookEvent::PostToolUse, &scope, payload).await?;
     }
-    Ok(false)
+    Ok(CallOutcome::Finished)
 }
 
 enum Authorization {

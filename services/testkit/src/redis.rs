@@ -3,10 +3,11 @@
 //! Each [`RedisServer`] runs in its own temporary directory with persistence switched off,
 //! so tests run in parallel and a [`RedisServer::restart`] comes back empty, exactly as
 //! Redis does after a crash in the cluster profile (docs/design.md#redis: Redis holds only
-//! what may be lost).
+//! what may be lost). [`RedisServer::start_with_binds`] adds listen addresses beside
+//! 127.0.0.1, for fault tests that reach it from a network namespace they created.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{IpAddr, SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,6 +26,8 @@ static NEXT_DIR: AtomicU64 = AtomicU64::new(0);
 #[derive(Debug)]
 pub struct RedisServer {
     port: u16,
+    /// Listen addresses besides 127.0.0.1.
+    extra_binds: Vec<IpAddr>,
     dir: PathBuf,
     child: Option<Child>,
 }
@@ -34,6 +37,12 @@ impl RedisServer {
     /// directory and waits until it answers PING. In the quick loop ([`crate::quick_mode`])
     /// it fails at once, naming Redis.
     pub fn start() -> anyhow::Result<RedisServer> {
+        Self::start_with_binds(&[])
+    }
+
+    /// Like [`RedisServer::start`], also listening on `extra_binds` (addresses of this
+    /// machine's namespace, such as the host end of a veth pair a test created).
+    pub fn start_with_binds(extra_binds: &[IpAddr]) -> anyhow::Result<RedisServer> {
         crate::refuse_in_quick_mode("Redis (redis-server)")?;
         let dir = std::env::temp_dir().join(format!(
             "lumina-redis-{}-{}",
@@ -44,6 +53,7 @@ impl RedisServer {
             .with_context(|| format!("creating redis directory {}", dir.display()))?;
         let mut server = RedisServer {
             port: 0,
+            extra_binds: extra_binds.to_vec(),
             dir,
             child: None,
         };
@@ -101,8 +111,16 @@ impl RedisServer {
 
     fn spawn_on(&mut self, port: u16) -> anyhow::Result<()> {
         let log = self.dir.join("redis.log");
-        let mut child = Command::new("redis-server")
+        let mut command = Command::new("redis-server");
+        command
             .args(["--save", "", "--appendonly", "no", "--bind", "127.0.0.1"])
+            .args(self.extra_binds.iter().map(IpAddr::to_string));
+        if !self.extra_binds.is_empty() {
+            // Protected mode refuses every non-loopback client of a server without a
+            // password; the extra addresses are there to be reached.
+            command.args(["--protected-mode", "no"]);
+        }
+        let mut child = command
             .arg("--port")
             .arg(port.to_string())
             .arg("--dir")

@@ -48,7 +48,7 @@ pub fn render_table(sessions: &[SessionInfo]) -> String {
             [
                 s.id.clone(),
                 format_utc(s.updated_at_ms),
-                s.status.clone(),
+                s.status.to_string(),
                 one_line(&s.title),
             ]
         })

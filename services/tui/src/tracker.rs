@@ -7,7 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use lumina_client::protocol::{Decision, DeltaFrame, Event, EventFrame, Usage};
+use lumina_client::protocol::{Decision, DeltaFrame, Event, EventFrame, RunStatus, Usage};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -135,20 +135,25 @@ impl RunTracker {
 
     /// Ends the run from `session.submit`'s summary, for a submit that returned an already
     /// finished run (an idempotent replay whose events precede our subscription).
-    pub fn finish_from_summary(&mut self, status: &str, result: Option<&str>, error: Option<&str>) {
+    pub fn finish_from_summary(
+        &mut self,
+        status: &RunStatus,
+        result: Option<&str>,
+        error: Option<&str>,
+    ) {
         if self.outcome.is_some() {
             return;
         }
         self.outcome = match status {
-            "completed" => Some(Outcome::Completed {
+            RunStatus::Completed => Some(Outcome::Completed {
                 result: result.unwrap_or_default().to_string(),
                 usage: self.usage,
             }),
-            "failed" => Some(Outcome::Failed {
+            RunStatus::Failed => Some(Outcome::Failed {
                 code: "failed".into(),
                 message: error.unwrap_or("the run failed").to_string(),
             }),
-            "interrupted" => Some(Outcome::Interrupted {
+            RunStatus::Interrupted => Some(Outcome::Interrupted {
                 reason: error.unwrap_or("interrupted").to_string(),
             }),
             _ => None,
@@ -289,7 +294,7 @@ impl RunTracker {
             }
             Event::RunFailed { code, message, .. } => {
                 self.outcome = Some(Outcome::Failed {
-                    code: code.clone(),
+                    code: code.to_string(),
                     message: message.clone(),
                 });
                 vec![Effect::Failure(format!(

@@ -18,7 +18,7 @@ use tracing::Instrument;
 
 use super::node::{session_key, Node};
 use super::subscribe;
-use crate::execute::{execute, ok, parse, to_value, Reply};
+use crate::execute::{execute, ok, parse, to_value, Owner, Reply};
 
 /// The RPC method every forwarded session request uses.
 pub const RPC_SESSION: &str = "session";
@@ -241,14 +241,12 @@ impl Node {
     }
 
     async fn execute_local(&self, tenant: &str, method: Method, params: Value) -> Reply {
-        execute(
-            &self.runtime(tenant),
-            self.instance_id(),
-            method,
-            params,
-            self.is_draining(),
-        )
-        .await
+        let owner = Owner {
+            instance_id: self.instance_id(),
+            draining: self.is_draining(),
+            limits: &self.limits,
+        };
+        execute(&self.runtime(tenant), &owner, method, params).await
     }
 
     async fn call_owner(&self, owner: &str, tenant: &str, method: Method, params: Value) -> Reply {

@@ -23,7 +23,7 @@ use anyhow::Context;
 use lumina_auth::{AuthConfig, Authenticator, JwksSource};
 use lumina_cluster::{
     ConnOptions, Hints, LeaseKeeper, Leases, Ownerships, Redis, Registry, RpcClient, RpcOptions,
-    RpcServer,
+    RpcServer, Windows,
 };
 use lumina_config::{AppRoot, Env};
 use lumina_journal::postgres::PgJournal;
@@ -34,6 +34,7 @@ use tokio_util::sync::CancellationToken;
 pub use config::ClusterConfig;
 pub use node::Node;
 
+use crate::limits::{LimitOptions, SubmitWindow, TenantLimits};
 use crate::metered::MeteredStore;
 use crate::metrics::Metrics;
 use crate::profile::AppState;
@@ -42,6 +43,26 @@ use config::JwksLocation;
 use gateway::{ForwardReply, Forwarded};
 use node::NodeParts;
 use relay::Relay;
+
+/// The per-tenant submit window in Redis, shared by every instance.
+struct RedisWindow(Windows);
+
+#[async_trait::async_trait]
+impl SubmitWindow for RedisWindow {
+    async fn count(&self, tenant: &str, minute: u64) -> Option<u64> {
+        match self
+            .0
+            .incr(tenant, minute, std::time::Duration::from_secs(120))
+            .await
+        {
+            Ok(count) => Some(count),
+            Err(err) => {
+                tracing::debug!(error = %err, "submit window not counted; letting it through");
+                None
+            }
+        }
+    }
+}
 
 /// What `cluster serve` needs besides settings.
 pub struct ClusterOptions {
@@ -131,6 +152,12 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
         .await
         .with_context(|| format!("cluster_listen_addr: cannot bind {}", config.listen_addr))?;
     let shutdown = CancellationToken::new();
+    // Submits per minute count across the cluster, in Redis.
+    let limits = TenantLimits::new(
+        LimitOptions::from_settings(&settings),
+        Box::new(RedisWindow(Windows::new(redis.clone()))),
+        metrics.clone(),
+    );
     let info = ServerInfo {
         name: "lumina-backend".into(),
         version: env!("CARGO_PKG_VERSION").into(),
@@ -155,6 +182,7 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
             rpc,
             auth,
             metrics: metrics.clone(),
+            limits: limits.clone(),
             shutdown: shutdown.clone(),
         },
         Relay::new(hints),
@@ -199,6 +227,7 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
 
     let state = Arc::new(AppState {
         profile: Arc::new(profile::ClusterProfile(node.clone())),
+        limits,
         metrics,
         info,
         max_frame_bytes: settings.max_frame_bytes,

@@ -21,6 +21,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::ClusterConfig;
 use super::relay::Relay;
+use crate::limits::TenantLimits;
 use crate::metrics::Metrics;
 
 /// What a node is built from (see `cluster::start`).
@@ -40,6 +41,7 @@ pub struct NodeParts {
     pub rpc: RpcClient,
     pub auth: Authenticator,
     pub metrics: Metrics,
+    pub limits: Arc<TenantLimits>,
     pub shutdown: CancellationToken,
 }
 
@@ -59,6 +61,7 @@ pub struct Node {
     pub(super) rpc: RpcClient,
     auth: Authenticator,
     pub metrics: Metrics,
+    pub(super) limits: Arc<TenantLimits>,
     pub(super) draining: AtomicBool,
     pub shutdown: CancellationToken,
     runtimes: Mutex<HashMap<String, Runtime>>,
@@ -108,6 +111,7 @@ impl Node {
             rpc: parts.rpc,
             auth: parts.auth,
             metrics: parts.metrics,
+            limits: parts.limits,
             draining: AtomicBool::new(false),
             shutdown: parts.shutdown,
             runtimes: Mutex::new(HashMap::new()),

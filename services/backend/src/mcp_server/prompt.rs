@@ -139,7 +139,7 @@ pub async fn run(
     let mut outcome = PromptOutcome {
         session_id: session_id.clone(),
         run_id: submitted.run_id.clone(),
-        status: submitted.run.status.clone(),
+        status: submitted.run.status.to_string(),
         text: submitted
             .run
             .result

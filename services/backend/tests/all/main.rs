@@ -13,6 +13,7 @@ mod delivery;
 mod extensions;
 mod goal;
 mod guidance;
+mod limits;
 mod mcp_client;
 mod mcp_server;
 mod memory;

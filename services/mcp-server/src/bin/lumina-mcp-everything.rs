@@ -7,10 +7,11 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
+use anyhow::{anyhow, Result};
 use lumina_mcp_server::fixtures::Everything;
 use lumina_mcp_server::Handler;
 
-async fn run(args: Vec<String>) -> Result<(), String> {
+async fn run(args: Vec<String>) -> Result<()> {
     let handler: Arc<dyn Handler> = Arc::new(Everything);
     match args
         .iter()
@@ -18,21 +19,19 @@ async fn run(args: Vec<String>) -> Result<(), String> {
         .collect::<Vec<_>>()
         .as_slice()
     {
-        ["--stdio"] => lumina_mcp_server::serve_process_stdio(handler, terminated())
-            .await
-            .map_err(|e| e.to_string()),
+        ["--stdio"] => Ok(lumina_mcp_server::serve_process_stdio(handler, terminated()).await?),
         ["--listen", addr] => {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
-                .map_err(|e| format!("cannot bind {addr}: {e}"))?;
-            let bound = listener.local_addr().map_err(|e| e.to_string())?;
+                .map_err(|e| anyhow!("cannot bind {addr}: {e}"))?;
+            let bound = listener.local_addr()?;
             println!("{bound}");
             let options = lumina_mcp_server::http::HttpOptions::default();
-            lumina_mcp_server::http::serve(listener, handler, options, terminated())
-                .await
-                .map_err(|e| e.to_string())
+            Ok(lumina_mcp_server::http::serve(listener, handler, options, terminated()).await?)
         }
-        _ => Err("usage: lumina-mcp-everything (--stdio | --listen HOST:PORT)".into()),
+        _ => Err(anyhow!(
+            "usage: lumina-mcp-everything (--stdio | --listen HOST:PORT)"
+        )),
     }
 }
 

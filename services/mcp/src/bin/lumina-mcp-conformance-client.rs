@@ -16,6 +16,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
+use anyhow::{anyhow, Result};
 use lumina_config::Secret;
 use lumina_mcp::client::auth::{HeadlessAgent, OAuth, OAuthConfig, PreRegistered, SigningKey};
 use lumina_mcp::client::{ClientSession, ConnectOptions, Endpoint, HttpMode};
@@ -44,11 +45,11 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run() -> Result<(), String> {
+async fn run() -> Result<()> {
     let url = std::env::args()
         .next_back()
-        .ok_or("usage: lumina-mcp-conformance-client <url>")?;
-    let url = url::Url::parse(&url).map_err(|e| format!("invalid server URL `{url}`: {e}"))?;
+        .ok_or_else(|| anyhow!("usage: lumina-mcp-conformance-client <url>"))?;
+    let url = url::Url::parse(&url).map_err(|e| anyhow!("invalid server URL `{url}`: {e}"))?;
     if let Ok(scenario) = std::env::var("MCP_CONFORMANCE_SCENARIO") {
         tracing::info!(scenario, "conformance scenario");
     }
@@ -61,7 +62,7 @@ async fn run() -> Result<(), String> {
     };
     let session = ClientSession::connect(&endpoint, &opts)
         .await
-        .map_err(|e| format!("connect failed: {e}"))?;
+        .map_err(|e| anyhow!("connect failed: {e}"))?;
     println!("connected: protocol {}", session.protocol_version());
     let outcome = exercise(&session).await;
     session.close().await;
@@ -69,13 +70,13 @@ async fn run() -> Result<(), String> {
 }
 
 /// OAuth for the scenario: headless agent, the suite's CIMD URL, context credentials.
-fn oauth(url: &url::Url) -> Result<Arc<OAuth>, String> {
+fn oauth(url: &url::Url) -> Result<Arc<OAuth>> {
     let mut cfg = OAuthConfig::new(url.clone(), "conformance");
     cfg.client_name = "lumina-conformance".into();
     cfg.client_metadata_url = Some(CLIENT_METADATA_URL.into());
     if let Ok(raw) = std::env::var("MCP_CONFORMANCE_CONTEXT") {
         let ctx: Value = serde_json::from_str(&raw)
-            .map_err(|e| format!("invalid MCP_CONFORMANCE_CONTEXT: {e}"))?;
+            .map_err(|e| anyhow!("invalid MCP_CONFORMANCE_CONTEXT: {e}"))?;
         let text = |k: &str| ctx.get(k).and_then(Value::as_str).map(str::to_string);
         let signing_key = text("private_key_pem").map(|pem| SigningKey {
             private_key_pem: Secret::new(pem),
@@ -87,22 +88,22 @@ fn oauth(url: &url::Url) -> Result<Arc<OAuth>, String> {
             signing_key,
         });
     }
-    let agent = HeadlessAgent::new().map_err(|e| e.to_string())?;
-    OAuth::new(cfg, Some(Arc::new(agent)), None).map_err(|e| e.to_string())
+    let agent = HeadlessAgent::new()?;
+    Ok(OAuth::new(cfg, Some(Arc::new(agent)), None)?)
 }
 
-async fn exercise(session: &ClientSession) -> Result<(), String> {
+async fn exercise(session: &ClientSession) -> Result<()> {
     let tools = session
         .list_tools()
         .await
-        .map_err(|e| format!("tools/list failed: {e}"))?;
+        .map_err(|e| anyhow!("tools/list failed: {e}"))?;
     println!("tools: {}", tools.len());
     for tool in tools {
         let args = example_arguments(&tool.input_schema);
         let result = session
             .call_tool(&tool.name, args, CALL_TIMEOUT, None)
             .await
-            .map_err(|e| format!("tools/call {} failed: {e}", tool.name))?;
+            .map_err(|e| anyhow!("tools/call {} failed: {e}", tool.name))?;
         println!(
             "{}{}: {}",
             tool.name,

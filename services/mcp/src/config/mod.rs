@@ -181,7 +181,7 @@ pub fn load_file(
             Err(reason) => errors.push(ConfigError::InvalidServer {
                 path: path.to_path_buf(),
                 name: name.clone(),
-                reason,
+                reason: reason.to_string(),
             }),
         }
     }
@@ -196,53 +196,85 @@ pub fn is_valid_name(name: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
+/// What is wrong with a server definition (the `reason` of [`ConfigError::InvalidServer`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DefError {
+    #[error("a server definition must be an object")]
+    NotAnObject,
+    /// `key` is a field (`command`) or a dotted path (`oauth.client_id`).
+    #[error("`{0}` must be a string")]
+    NotAString(String),
+    #[error("`{0}` must be an array of strings")]
+    NotStrings(String),
+    #[error("`{0}` values must be strings")]
+    ValuesNotStrings(String),
+    #[error("`{0}` must be an object of strings")]
+    NotAnObjectOfStrings(String),
+    #[error("unknown `protocol` `{0}` (use auto, 2025-11-25 or 2026-07-28)")]
+    UnknownProtocol(String),
+    #[error("`disabled` must be true or false")]
+    DisabledNotABool,
+    #[error("give either `command` or `url`, not both")]
+    CommandAndUrl,
+    #[error(
+        "`type` `{0}` does not match the other fields (stdio needs `command`, http/sse need `url`)"
+    )]
+    TypeMismatch(String),
+    #[error("unknown `type` `{0}` (use stdio, http or sse)")]
+    UnknownType(String),
+    #[error("needs `command` (stdio) or `url` (http)")]
+    NoTransport,
+    #[error("`oauth` must be an object")]
+    OAuthNotAnObject,
+    #[error("`oauth.scopes` must be strings")]
+    OAuthScopesNotStrings,
+    #[error("`oauth.client_secret` needs `oauth.client_id`")]
+    OAuthSecretWithoutClientId,
+}
+
 /// Parses one definition object (also used by tests and callers building definitions).
-pub fn parse_def(raw: &Value) -> Result<ServerDef, String> {
-    let obj = raw
-        .as_object()
-        .ok_or("a server definition must be an object")?;
+pub fn parse_def(raw: &Value) -> Result<ServerDef, DefError> {
+    let obj = raw.as_object().ok_or(DefError::NotAnObject)?;
     let kind = opt_str(obj, "type")?;
     let protocol = match opt_str(obj, "protocol")?.as_deref() {
         None | Some("auto") => ProtocolPref::Auto,
         Some(crate::version::STATELESS) => ProtocolPref::Stateless,
         Some(v) if crate::version::is_handshake(v) => ProtocolPref::Handshake,
-        Some(v) => {
-            return Err(format!(
-                "unknown `protocol` `{v}` (use auto, 2025-11-25 or 2026-07-28)"
-            ))
-        }
+        Some(v) => return Err(DefError::UnknownProtocol(v.to_string())),
     };
     let disabled = match obj.get("disabled") {
         None => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Err("`disabled` must be true or false".into()),
+        Some(_) => return Err(DefError::DisabledNotABool),
     };
     let command = opt_str(obj, "command")?;
     let url = opt_str(obj, "url")?;
     let transport = match (command, url, kind.as_deref()) {
-        (Some(_), Some(_), _) => return Err("give either `command` or `url`, not both".into()),
+        (Some(_), Some(_), _) => return Err(DefError::CommandAndUrl),
         (Some(command), None, None | Some("stdio")) => TransportSpec::Stdio {
             command,
             args: str_list(obj, "args")?,
             env: str_map(obj, "env")?,
         },
-        (None, Some(url), kind @ (None | Some("http" | "streamable-http" | "streamableHttp" | "sse"))) => {
-            TransportSpec::Http {
-                url,
-                headers: str_map(obj, "headers")?,
-                mode: match kind {
-                    None => HttpMode::Auto,
-                    Some("sse") => HttpMode::LegacySse,
-                    Some(_) => HttpMode::Streamable,
-                },
-                oauth: parse_oauth(obj.get("oauth"))?,
-            }
-        }
+        (
+            None,
+            Some(url),
+            kind @ (None | Some("http" | "streamable-http" | "streamableHttp" | "sse")),
+        ) => TransportSpec::Http {
+            url,
+            headers: str_map(obj, "headers")?,
+            mode: match kind {
+                None => HttpMode::Auto,
+                Some("sse") => HttpMode::LegacySse,
+                Some(_) => HttpMode::Streamable,
+            },
+            oauth: parse_oauth(obj.get("oauth"))?,
+        },
         (_, _, Some(k @ ("stdio" | "http" | "streamable-http" | "streamableHttp" | "sse"))) => {
-            return Err(format!("`type` `{k}` does not match the other fields (stdio needs `command`, http/sse need `url`)"))
+            return Err(DefError::TypeMismatch(k.to_string()))
         }
-        (_, _, Some(k)) => return Err(format!("unknown `type` `{k}` (use stdio, http or sse)")),
-        (None, None, None) => return Err("needs `command` (stdio) or `url` (http)".into()),
+        (_, _, Some(k)) => return Err(DefError::UnknownType(k.to_string())),
+        (None, None, None) => return Err(DefError::NoTransport),
     };
     Ok(ServerDef {
         transport,
@@ -322,35 +354,35 @@ impl ServerDef {
     }
 }
 
-pub(crate) fn opt_str(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, String> {
+pub(crate) fn opt_str(obj: &Map<String, Value>, key: &str) -> Result<Option<String>, DefError> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s.clone())),
-        Some(_) => Err(format!("`{key}` must be a string")),
+        Some(_) => Err(DefError::NotAString(key.to_string())),
     }
 }
 
-pub(crate) fn str_list(obj: &Map<String, Value>, key: &str) -> Result<Vec<String>, String> {
+pub(crate) fn str_list(obj: &Map<String, Value>, key: &str) -> Result<Vec<String>, DefError> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(Vec::new()),
         Some(Value::Array(items)) => items
             .iter()
             .map(|v| v.as_str().map(str::to_string))
             .collect::<Option<Vec<_>>>()
-            .ok_or_else(|| format!("`{key}` must be an array of strings")),
-        Some(_) => Err(format!("`{key}` must be an array of strings")),
+            .ok_or_else(|| DefError::NotStrings(key.to_string())),
+        Some(_) => Err(DefError::NotStrings(key.to_string())),
     }
 }
 
-fn str_map(obj: &Map<String, Value>, key: &str) -> Result<BTreeMap<String, String>, String> {
+fn str_map(obj: &Map<String, Value>, key: &str) -> Result<BTreeMap<String, String>, DefError> {
     match obj.get(key) {
         None | Some(Value::Null) => Ok(BTreeMap::new()),
         Some(Value::Object(m)) => m
             .iter()
             .map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string())))
             .collect::<Option<BTreeMap<_, _>>>()
-            .ok_or_else(|| format!("`{key}` values must be strings")),
-        Some(_) => Err(format!("`{key}` must be an object of strings")),
+            .ok_or_else(|| DefError::ValuesNotStrings(key.to_string())),
+        Some(_) => Err(DefError::NotAnObjectOfStrings(key.to_string())),
     }
 }
 
@@ -407,7 +439,7 @@ mod tests {
     }
 
     #[test]
-    fn fingerprint_ignores_key_order_but_not_content() -> Result<(), String> {
+    fn fingerprint_ignores_key_order_but_not_content() -> Result<(), DefError> {
         let a = parse_def(&json!({"command": "x", "args": ["1"]}))?;
         let b = parse_def(&json!({"args": ["1"], "command": "x"}))?;
         let c = parse_def(&json!({"command": "x", "args": ["2"]}))?;

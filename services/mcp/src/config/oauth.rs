@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{opt_str, str_list, ConfigError};
+use super::{opt_str, str_list, ConfigError, DefError};
 use crate::client::OAuthSettings;
 
 /// The `"oauth"` object as written (`client_secret` unexpanded).
@@ -33,24 +33,24 @@ impl OAuthSpec {
 }
 
 /// `"oauth": {"client_id"?: string, "client_secret"?: string, "scopes"?: [string] | "a b"}`.
-pub(super) fn parse_oauth(v: Option<&Value>) -> Result<Option<OAuthSpec>, String> {
+pub(super) fn parse_oauth(v: Option<&Value>) -> Result<Option<OAuthSpec>, DefError> {
     let obj = match v {
         None | Some(Value::Null) => return Ok(None),
         Some(Value::Object(o)) => o,
-        Some(_) => return Err("`oauth` must be an object".into()),
+        Some(_) => return Err(DefError::OAuthNotAnObject),
     };
     let field = |k: &str| {
         opt_str(obj, k)
-            .map_err(|_| format!("`oauth.{k}` must be a string"))
+            .map_err(|_| DefError::NotAString(format!("oauth.{k}")))
             .map(|v| v.filter(|s| !s.is_empty()))
     };
     let scopes = match obj.get("scopes") {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::String(s)) => s.split_ascii_whitespace().map(str::to_string).collect(),
         Some(Value::Array(_)) => {
-            str_list(obj, "scopes").map_err(|_| "`oauth.scopes` must be strings".to_string())?
+            str_list(obj, "scopes").map_err(|_| DefError::OAuthScopesNotStrings)?
         }
-        Some(_) => return Err("`oauth.scopes` must be an array of strings".into()),
+        Some(_) => return Err(DefError::NotStrings("oauth.scopes".into())),
     };
     let spec = OAuthSpec {
         client_id: field("client_id")?,
@@ -58,7 +58,7 @@ pub(super) fn parse_oauth(v: Option<&Value>) -> Result<Option<OAuthSpec>, String
         scopes,
     };
     if spec.client_secret.is_some() && spec.client_id.is_none() {
-        return Err("`oauth.client_secret` needs `oauth.client_id`".into());
+        return Err(DefError::OAuthSecretWithoutClientId);
     }
     Ok(Some(spec))
 }
@@ -72,7 +72,7 @@ mod tests {
     use std::path::Path;
 
     #[test]
-    fn oauth_settings_parse_and_expand_only_the_secret() -> Result<(), String> {
+    fn oauth_settings_parse_and_expand_only_the_secret() -> Result<(), Box<dyn std::error::Error>> {
         let def = parse_def(&json!({"url": "https://h/mcp", "oauth": {
             "client_id": "id-${NOT_EXPANDED}", "client_secret": "${SECRET}", "scopes": "a b"}}))?;
         let env = |k: &str| (k == "SECRET").then(|| "s3cret".to_string());
@@ -80,7 +80,7 @@ mod tests {
             .resolve("srv", Path::new("/"), &env)
             .map_err(|e| e.to_string())?;
         let Endpoint::Http { oauth: Some(o), .. } = &endpoint else {
-            return Err(format!("no oauth in {endpoint:?}"));
+            return Err(format!("no oauth in {endpoint:?}").into());
         };
         assert_eq!(o.client_id.as_deref(), Some("id-${NOT_EXPANDED}"));
         assert_eq!(o.client_secret.as_ref().map(|s| s.expose()), Some("s3cret"));

@@ -22,7 +22,7 @@ use crate::client::{
     CallToolResult, ClientSession, ConnectOptions, Endpoint, HttpMode, ProtocolPref, ToolInfo,
     TransportKind,
 };
-use crate::config::{ServerConfig, TransportSpec};
+use crate::config::{ConfigError, ServerConfig, TransportSpec};
 use crate::expand::process_env;
 use crate::Error;
 
@@ -169,9 +169,12 @@ impl ServerSlot {
     }
 
     /// The server's tools, connecting (or reconnecting) first when needed.
-    pub(crate) async fn tools(&self) -> Result<Vec<ToolInfo>, String> {
+    pub(crate) async fn tools(&self) -> Result<Vec<ToolInfo>, Error> {
         let mut inner = self.inner.lock().await;
-        let session = self.ensure(&mut inner).await?;
+        let session = self
+            .ensure(&mut inner)
+            .await
+            .map_err(|e| Error::Closed(e.to_string()))?;
         if let (Some(tools), false) = (&inner.tools, session.tools_changed()) {
             return Ok(tools.clone());
         }
@@ -191,7 +194,7 @@ impl ServerSlot {
                     inner.tools = None;
                     self.set_view(ServerState::Failed(trim(&e.to_string())), None);
                 }
-                Err(e.to_string())
+                Err(e)
             }
         }
     }
@@ -234,7 +237,9 @@ impl ServerSlot {
 
     async fn session(&self) -> Result<Arc<ClientSession>, Error> {
         let mut inner = self.inner.lock().await;
-        self.ensure(&mut inner).await.map_err(Error::Closed)
+        self.ensure(&mut inner)
+            .await
+            .map_err(|e| Error::Closed(e.to_string()))
     }
 
     async fn forget(&self, session: &Arc<ClientSession>, reason: &str) {
@@ -252,7 +257,7 @@ impl ServerSlot {
     }
 
     /// A live session: the current one, or a new one within the restart budget.
-    async fn ensure(&self, inner: &mut Inner) -> Result<Arc<ClientSession>, String> {
+    async fn ensure(&self, inner: &mut Inner) -> Result<Arc<ClientSession>, Unavailable> {
         if let Some(session) = &inner.session {
             match session.closed_reason() {
                 None => return Ok(session.clone()),
@@ -268,7 +273,7 @@ impl ServerSlot {
         if let Some(reason) = self.pending_sign_in() {
             // Waiting for a person: no connect attempt, no restart spent.
             self.set_view(ServerState::Failed(trim(&reason)), None);
-            return Err(reason);
+            return Err(Unavailable::SignInPending(reason));
         }
         let now = Instant::now();
         inner
@@ -276,12 +281,11 @@ impl ServerSlot {
             .retain(|t| now.duration_since(*t) < RESTART_WINDOW);
         if inner.started {
             if inner.restarts.len() >= self.opts.max_restarts_per_minute {
-                let reason = format!(
-                    "restarted {} times within a minute; last error: {}",
-                    inner.restarts.len(),
-                    inner.last_failure.as_deref().unwrap_or("unknown")
-                );
-                self.set_view(ServerState::Failed(trim(&reason)), None);
+                let reason = Unavailable::RestartLimit {
+                    restarts: inner.restarts.len(),
+                    last_failure: inner.last_failure.clone(),
+                };
+                self.set_view(ServerState::Failed(trim(&reason.to_string())), None);
                 return Err(reason);
             }
             inner.restarts.push_back(now);
@@ -304,9 +308,10 @@ impl ServerSlot {
                 Ok(session)
             }
             Err(reason) => {
-                tracing::warn!(server = %self.name(), reason, "mcp server connection failed");
-                self.set_view(ServerState::Failed(trim(&reason)), None);
-                inner.last_failure = Some(reason.clone());
+                tracing::warn!(server = %self.name(), %reason, "mcp server connection failed");
+                let text = reason.to_string();
+                self.set_view(ServerState::Failed(trim(&text)), None);
+                inner.last_failure = Some(text);
                 inner.era = None;
                 Err(reason)
             }
@@ -316,12 +321,11 @@ impl ServerSlot {
     async fn connect(
         &self,
         era: Option<(ProtocolPref, TransportKind)>,
-    ) -> Result<ClientSession, String> {
-        let mut endpoint = self
-            .config
-            .def
-            .resolve(self.name(), &self.project_root, &process_env)
-            .map_err(|e| e.to_string())?;
+    ) -> Result<ClientSession, Unavailable> {
+        let mut endpoint =
+            self.config
+                .def
+                .resolve(self.name(), &self.project_root, &process_env)?;
         let mut protocol = self.config.def.protocol;
         if let (ProtocolPref::Auto, Some((known, kind))) = (protocol, era) {
             protocol = known;
@@ -354,12 +358,11 @@ impl ServerSlot {
                 if matches!(e, Error::Auth(_)) {
                     self.auth_blocked.store(true, Ordering::Release);
                 }
-                Err(e.to_string())
+                Err(Unavailable::Connect(e))
             }
-            Err(_) => Err(format!(
-                "connecting timed out after {} s",
-                self.opts.connect_timeout.as_secs()
-            )),
+            Err(_) => Err(Unavailable::ConnectTimeout {
+                secs: self.opts.connect_timeout.as_secs(),
+            }),
         }
     }
 
@@ -373,6 +376,29 @@ impl ServerSlot {
         }
         self.set_view(ServerState::Connecting, None);
     }
+}
+
+/// Why a server has no live session (the text `/mcp` shows, trimmed).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum Unavailable {
+    /// A sign-in is under way; the text says where.
+    #[error("{0}")]
+    SignInPending(String),
+    #[error(
+        "restarted {restarts} times within a minute; last error: {}",
+        .last_failure.as_deref().unwrap_or("unknown")
+    )]
+    RestartLimit {
+        restarts: usize,
+        last_failure: Option<String>,
+    },
+    /// The definition does not resolve (a `${VAR}` is not set, a bad URL).
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Connect(Error),
+    #[error("connecting timed out after {secs} s")]
+    ConnectTimeout { secs: u64 },
 }
 
 pub(super) fn trim(s: &str) -> String {

@@ -19,7 +19,7 @@ use crate::{
 /// it runs out), and remembers every prompt.
 pub struct ScriptedModel {
     id: String,
-    answers: Mutex<VecDeque<std::result::Result<String, String>>>,
+    answers: Mutex<VecDeque<Result<String>>>,
     prompts: Mutex<Vec<String>>,
 }
 
@@ -54,7 +54,7 @@ impl ScriptedModel {
         self.answers
             .lock()
             .unwrap()
-            .push_back(Err(error.to_owned()));
+            .push_back(Err(Error::Model(error.to_owned())));
         self
     }
 
@@ -80,7 +80,7 @@ impl SemanticModel for ScriptedModel {
         self.prompts.lock().unwrap().push(prompt.to_owned());
         match self.answers.lock().unwrap().pop_front() {
             Some(Ok(text)) => Ok(text),
-            Some(Err(e)) => Err(Error::Model(e)),
+            Some(Err(e)) => Err(e),
             None => Ok(r#"{"nodes":[]}"#.to_owned()),
         }
     }

@@ -133,28 +133,51 @@ fn field_words(field: &str) -> Vec<Word> {
     out
 }
 
+/// Why a proposed node is rejected (stored as the node's reason).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Rejection {
+    #[error("the node cites no event")]
+    NoCitations,
+    #[error("it cites event {0}, which is not evidence of this space")]
+    NotEvidence(u64),
+    #[error("the quote {quote:?} does not occur in event {event_id}")]
+    QuoteMissing { quote: String, event_id: u64 },
+    #[error("the node's subject and value have no content words to ground")]
+    NoContentWords,
+    /// A number or proper noun of the node that its evidence does not contain.
+    #[error("the {what} {word:?} of the node is not in the evidence it cites")]
+    RequiredWordMissing { what: &'static str, word: String },
+    #[error(
+        "the evidence it cites does not support the node: {found} of {total} content words \
+         found (missing {})",
+        .missing.join(", ")
+    )]
+    Unsupported {
+        found: usize,
+        total: usize,
+        missing: Vec<String>,
+    },
+}
+
 /// Checks a proposed node against the space's evidence (`evidence` holds every cited event
-/// that exists in the space). `Err` is the rejection reason.
+/// that exists in the space).
 pub(crate) fn check(
     node: &ProposedNode,
     evidence: &HashMap<u64, Evidence>,
-) -> Result<Grounded, String> {
+) -> Result<Grounded, Rejection> {
     if node.cites.is_empty() {
-        return Err("the node cites no event".into());
+        return Err(Rejection::NoCitations);
     }
     let mut cited: Vec<&Evidence> = Vec::new();
     for cite in &node.cites {
         let Some(event) = evidence.get(&cite.event_id) else {
-            return Err(format!(
-                "it cites event {}, which is not evidence of this space",
-                cite.event_id
-            ));
+            return Err(Rejection::NotEvidence(cite.event_id));
         };
         if !quote_occurs(&cite.quote, &event.row.text) {
-            return Err(format!(
-                "the quote {:?} does not occur in event {}",
-                cite.quote, cite.event_id
-            ));
+            return Err(Rejection::QuoteMissing {
+                quote: cite.quote.clone(),
+                event_id: cite.event_id,
+            });
         }
         if !cited.iter().any(|e| e.event_id == event.event_id) {
             cited.push(event);
@@ -175,7 +198,7 @@ pub(crate) fn check(
 }
 
 /// Rule 3: the node's subject and value are supported by its cited events.
-fn supported(node: &ProposedNode, cited: &[&Evidence]) -> Result<(), String> {
+fn supported(node: &ProposedNode, cited: &[&Evidence]) -> Result<(), Rejection> {
     let mut words: HashSet<String> = HashSet::new();
     for e in cited {
         let source = format!(
@@ -190,7 +213,7 @@ fn supported(node: &ProposedNode, cited: &[&Evidence]) -> Result<(), String> {
     let mut content = field_words(&node.subject);
     content.extend(field_words(&node.value));
     if content.is_empty() {
-        return Err("the node's subject and value have no content words to ground".into());
+        return Err(Rejection::NoContentWords);
     }
     let mut found = 0usize;
     let mut missing = Vec::new();
@@ -204,20 +227,19 @@ fn supported(node: &ProposedNode, cited: &[&Evidence]) -> Result<(), String> {
             continue;
         }
         if let Some(what) = w.required {
-            return Err(format!(
-                "the {what} {:?} of the node is not in the evidence it cites",
-                w.word
-            ));
+            return Err(Rejection::RequiredWordMissing {
+                what,
+                word: w.word.clone(),
+            });
         }
         missing.push(w.word.clone());
     }
     if (found as f64) < SUPPORT * content.len() as f64 {
-        return Err(format!(
-            "the evidence it cites does not support the node: {found} of {} content words \
-             found (missing {})",
-            content.len(),
-            missing.join(", ")
-        ));
+        return Err(Rejection::Unsupported {
+            found,
+            total: content.len(),
+            missing,
+        });
     }
     Ok(())
 }
@@ -351,7 +373,7 @@ mod tests {
             ),
         ];
         for (n, expected) in cases {
-            let reason = check(&n, &space()).unwrap_err();
+            let reason = check(&n, &space()).unwrap_err().to_string();
             assert!(reason.contains(expected), "{reason}");
         }
     }

@@ -171,7 +171,7 @@ pub(crate) async fn compile<B: SemanticBackend + ?Sized>(
         };
         let known = store.current_nodes(space, limits.known_nodes).await?;
         let answer = match model.propose(&prompt::build(&rows, &known)).await {
-            Ok(text) => parse_nodes(&text),
+            Ok(text) => parse_nodes(&text).map_err(|e| e.to_string()),
             Err(err) => Err(format!("the model call failed: {err}")),
         };
         let proposed = match answer {

@@ -14,6 +14,43 @@ pub const MAX_CITES: usize = 16;
 /// Longest field (subject, predicate, value, text, quote, times), in bytes.
 pub const MAX_FIELD_BYTES: usize = 2_000;
 
+/// Why a model's answer fails its batch (recorded with the failed batch).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerError {
+    /// Not the `{"nodes": [...]}` object: serde_json's message (line and column, no
+    /// document text).
+    #[error("the model's answer is not the expected JSON: {0}")]
+    NotJson(String),
+    /// More than [`MAX_NODES`] nodes (their number).
+    #[error("the model proposed {0} nodes (at most {max})", max = MAX_NODES)]
+    TooManyNodes(usize),
+    /// A node is unusable.
+    #[error("node {index}: {problem}")]
+    Node {
+        /// Its position in the answer, from 0.
+        index: usize,
+        /// What is wrong with it.
+        problem: NodeError,
+    },
+}
+
+/// What is wrong with one proposed node.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeError {
+    /// A `kind` that is not a [`NodeKind`] (as written).
+    #[error("unknown kind {0:?}")]
+    UnknownKind(String),
+    /// More than [`MAX_CITES`] citations (their number).
+    #[error("{0} citations (at most {max})", max = MAX_CITES)]
+    TooManyCites(usize),
+    /// A required field (named) that is empty after trimming.
+    #[error("node field `{0}` is empty")]
+    EmptyField(&'static str),
+    /// A field (named) longer than [`MAX_FIELD_BYTES`].
+    #[error("node field `{0}` is longer than {max} bytes", max = MAX_FIELD_BYTES)]
+    LongField(&'static str),
+}
+
 /// A node as the model proposed it, before the grounding check.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProposedNode {
@@ -80,20 +117,18 @@ fn json_object(answer: &str) -> &str {
     }
 }
 
-fn field(name: &str, value: String) -> Result<String, String> {
+fn field(name: &'static str, value: String) -> Result<String, NodeError> {
     let value = value.trim().to_owned();
     if value.is_empty() {
-        return Err(format!("node field `{name}` is empty"));
+        return Err(NodeError::EmptyField(name));
     }
     if value.len() > MAX_FIELD_BYTES {
-        return Err(format!(
-            "node field `{name}` is longer than {MAX_FIELD_BYTES} bytes"
-        ));
+        return Err(NodeError::LongField(name));
     }
     Ok(value)
 }
 
-fn optional(name: &str, value: Option<String>) -> Result<Option<String>, String> {
+fn optional(name: &'static str, value: Option<String>) -> Result<Option<String>, NodeError> {
     match value.map(|v| v.trim().to_owned()) {
         None => Ok(None),
         Some(v) if v.is_empty() => Ok(None),
@@ -103,31 +138,25 @@ fn optional(name: &str, value: Option<String>) -> Result<Option<String>, String>
 
 /// Parses a model's answer. The error says what was wrong (it is recorded with the failed
 /// batch).
-pub fn parse_nodes(answer: &str) -> Result<Vec<ProposedNode>, String> {
+pub fn parse_nodes(answer: &str) -> Result<Vec<ProposedNode>, AnswerError> {
     let parsed: Answer = serde_json::from_str(json_object(answer))
-        .map_err(|e| format!("the model's answer is not the expected JSON: {e}"))?;
+        .map_err(|e| AnswerError::NotJson(e.to_string()))?;
     if parsed.nodes.len() > MAX_NODES {
-        return Err(format!(
-            "the model proposed {} nodes (at most {MAX_NODES})",
-            parsed.nodes.len()
-        ));
+        return Err(AnswerError::TooManyNodes(parsed.nodes.len()));
     }
     parsed
         .nodes
         .into_iter()
         .enumerate()
-        .map(|(i, raw)| node(raw).map_err(|e| format!("node {i}: {e}")))
+        .map(|(index, raw)| node(raw).map_err(|problem| AnswerError::Node { index, problem }))
         .collect()
 }
 
-fn node(raw: RawNode) -> Result<ProposedNode, String> {
+fn node(raw: RawNode) -> Result<ProposedNode, NodeError> {
     let kind =
-        NodeKind::parse(raw.kind.trim()).ok_or_else(|| format!("unknown kind {:?}", raw.kind))?;
+        NodeKind::parse(raw.kind.trim()).ok_or_else(|| NodeError::UnknownKind(raw.kind.clone()))?;
     if raw.cites.len() > MAX_CITES {
-        return Err(format!(
-            "{} citations (at most {MAX_CITES})",
-            raw.cites.len()
-        ));
+        return Err(NodeError::TooManyCites(raw.cites.len()));
     }
     let cites = raw
         .cites
@@ -138,7 +167,7 @@ fn node(raw: RawNode) -> Result<ProposedNode, String> {
                 quote: field("quote", c.quote)?,
             })
         })
-        .collect::<Result<Vec<_>, String>>()?;
+        .collect::<Result<Vec<_>, NodeError>>()?;
     let updates = match raw.updates {
         None => None,
         Some(k) => Some(NodeKey {

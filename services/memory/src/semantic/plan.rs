@@ -13,7 +13,7 @@
 //! A node superseded by a third one also settles the pending conflicts it was part of (rule
 //! `superseded`): the question they asked is moot.
 
-use super::ground::{Authority, Grounded};
+use super::ground::{Authority, Grounded, Rejection};
 use super::parse::ProposedNode;
 use super::{normalize, NodeKey, NodeStatus};
 use crate::time;
@@ -22,7 +22,7 @@ use crate::time;
 #[derive(Debug, Clone)]
 pub(crate) struct CheckedNode {
     pub proposed: ProposedNode,
-    pub verdict: Result<Grounded, String>,
+    pub verdict: Result<Grounded, Rejection>,
 }
 
 /// A node of the space that shares a key with the batch (active or pending).
@@ -187,7 +187,7 @@ pub(crate) fn plan(span: BatchSpan, checked: Vec<CheckedNode>, group: NodeGroup)
                 nodes.push(NewNode {
                     proposed: c.proposed,
                     status: NodeStatus::Rejected,
-                    reason: Some(reason),
+                    reason: Some(reason.to_string()),
                     actor: String::new(),
                     event_time_ms: 0,
                 });
@@ -478,7 +478,7 @@ mod tests {
     #[test]
     fn equal_values_and_rejected_nodes_never_conflict() {
         let mut rejected = proposed("Emacs", "user", 20, true);
-        rejected.verdict = Err("ungrounded".into());
+        rejected.verdict = Err(Rejection::NoCitations);
         let plan = plan(
             span(),
             vec![proposed("vim", "assistant", 20, false), rejected],
@@ -489,6 +489,9 @@ mod tests {
             plan.nodes.iter().map(|n| n.status).collect::<Vec<_>>(),
             [NodeStatus::Active, NodeStatus::Rejected]
         );
-        assert_eq!(plan.nodes[1].reason.as_deref(), Some("ungrounded"));
+        assert_eq!(
+            plan.nodes[1].reason.as_deref(),
+            Some("the node cites no event")
+        );
     }
 }

@@ -1,8 +1,8 @@
 //! Successful streams: deltas, tool calls, usage, request shapes.
 
 use lumina_model::{
-    ApiType, ChatRequest, ContentBlock, Message, Provider, Role, StopReason, StreamDelta,
-    TokenUsage, ToolCall, ToolSpec,
+    ApiType, ChatRequest, ContentBlock, InvalidArguments, Message, Provider, Role, StopReason,
+    StreamDelta, TokenUsage, ToolCall, ToolSpec,
 };
 use lumina_testkit::{ScriptedApi, ScriptedModelServer, Turn};
 use pretty_assertions::assert_eq;
@@ -90,7 +90,15 @@ async fn invalid_tool_json_is_kept_raw(api: ApiType) {
         .iter()
         .map(|t| t.arguments.clone())
         .collect();
-    assert_eq!(args, vec![Err(raw.to_string()), Ok(json!({}))]);
+    assert_eq!(
+        args,
+        vec![
+            Err(InvalidArguments {
+                raw: raw.to_string()
+            }),
+            Ok(json!({}))
+        ]
+    );
 }
 
 async fn usage_is_reported(api: ApiType) {

@@ -244,7 +244,7 @@ fn steering_left_by_an_ended_run_precedes_the_next_prompt_and_blocked_prompts_va
             6,
             Event::RunFailed {
                 run_id: "r2".into(),
-                code: BLOCKED_BY_HOOK.into(),
+                code: BLOCKED_BY_HOOK,
                 message: "no".into(),
             },
         ),

@@ -66,7 +66,7 @@ impl Session {
             ));
         }
         self.check_writable().await?;
-        let overrides = sanitize_overrides(&params.settings).map_err(Error::InvalidParams)?;
+        let overrides = sanitize_overrides(&params.settings)?;
         let settings = self.settings_for(overrides.clone())?;
 
         let _turn = self.dispatch().lock().await;
@@ -168,7 +168,7 @@ impl Session {
                 .cloned()
                 .unwrap_or_default()
         } else {
-            sanitize_overrides(&params.settings).map_err(Error::InvalidParams)?
+            sanitize_overrides(&params.settings)?
         };
         let settings = self.settings_for(overrides.clone())?;
         let goal_id = record.summary.goal_id.clone();

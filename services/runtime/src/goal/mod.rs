@@ -35,6 +35,8 @@ use serde_json::{json, Value};
 pub(crate) use control::{GoalControl, GoalRequest};
 use progress::ProgressDetector;
 
+use crate::error::ArgError;
+
 /// The tool a goal run offers for declaring the criteria met.
 pub const GOAL_COMPLETE_TOOL: &str = "goal_complete";
 
@@ -244,21 +246,21 @@ impl GoalRun {
     }
 
     /// Handles a `goal_complete` call: the reply the model sees, or an error.
-    pub(crate) fn complete(&self, args: &Value) -> Result<String, String> {
+    pub(crate) fn complete(&self, args: &Value) -> Result<String, ArgError> {
         let summary = args
             .get("summary")
             .and_then(Value::as_str)
             .map(str::trim)
             .filter(|s| !s.is_empty())
-            .ok_or("`summary` (a non-empty string) is required")?;
+            .ok_or(ArgError::Required("summary"))?;
         let evidence = match args.get("evidence") {
             None | Some(Value::Null) => Vec::new(),
             Some(Value::Array(items)) => items
                 .iter()
                 .map(|v| v.as_str().map(str::to_string))
                 .collect::<Option<Vec<_>>>()
-                .ok_or("`evidence` must be an array of strings")?,
-            Some(_) => return Err("`evidence` must be an array of strings".into()),
+                .ok_or(ArgError::NotStrings("evidence"))?,
+            Some(_) => return Err(ArgError::NotStrings("evidence")),
         };
         self.lock().completion = Some((summary.to_string(), evidence));
         Ok("The goal is marked complete.".into())

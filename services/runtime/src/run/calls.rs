@@ -11,21 +11,21 @@ use lumina_model::ToolCall;
 use super::RunContext;
 use crate::settings::RunSettings;
 use crate::subagent::{self, AGENT_TOOL};
-use crate::tool_call::{run_tool, Precheck};
+use crate::tool_call::{run_tool, CallOutcome, Precheck};
 use crate::Result;
 
-/// Runs the step's calls. Returns true when the run was interrupted.
+/// Runs the step's calls; `Interrupted` when the run was interrupted.
 pub(crate) async fn run_calls(
     ctx: &RunContext,
     settings: &RunSettings,
     step: u32,
     calls: &[ToolCall],
     allowed: &[bool],
-) -> Result<bool> {
+) -> Result<CallOutcome> {
     let mut i = 0;
     while i < calls.len() {
         if ctx.cancel.is_cancelled() {
-            return Ok(true);
+            return Ok(CallOutcome::Interrupted);
         }
         let is_agent = |c: &ToolCall| c.name == AGENT_TOOL && ctx.agent.allows(AGENT_TOOL);
         let group_end = if is_agent(&calls[i]) {
@@ -55,7 +55,7 @@ pub(crate) async fn run_calls(
                 }
             })
             .collect();
-        let interrupted = if group.len() == 1 {
+        let outcome = if group.len() == 1 {
             let precheck = prechecks.into_iter().next().unwrap_or(Precheck::None);
             run_tool(ctx, settings, step, &group[0], precheck).await?
         } else {
@@ -66,15 +66,17 @@ pub(crate) async fn run_calls(
                     .map(|(call, precheck)| run_tool(ctx, settings, step, call, precheck)),
             )
             .await;
-            let mut interrupted = false;
+            let mut outcome = CallOutcome::Finished;
             for result in results {
-                interrupted |= result?;
+                if result? == CallOutcome::Interrupted {
+                    outcome = CallOutcome::Interrupted;
+                }
             }
-            interrupted
+            outcome
         };
-        if interrupted {
-            return Ok(true);
+        if outcome == CallOutcome::Interrupted {
+            return Ok(CallOutcome::Interrupted);
         }
     }
-    Ok(false)
+    Ok(CallOutcome::Finished)
 }

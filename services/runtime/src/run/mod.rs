@@ -16,7 +16,7 @@ pub(crate) mod step;
 
 use std::sync::Arc;
 
-use lumina_protocol::{Event, EventFrame, GoalState, MAIN_STREAM};
+use lumina_protocol::{Event, EventFrame, GoalState, RunFailureCode, RunStatus, MAIN_STREAM};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -32,7 +32,7 @@ use crate::{Error, Result};
 pub(crate) enum Outcome {
     Completed(String),
     Failed {
-        code: String,
+        code: RunFailureCode,
         message: String,
     },
     Interrupted(String),
@@ -143,7 +143,7 @@ pub(crate) async fn execute(ctx: RunContext) -> Option<RunContext> {
             Ok(outcome) => outcome,
             Err(Error::Fenced) => return fenced(&ctx).await,
             Err(err) => Outcome::Failed {
-                code: "runtime_error".into(),
+                code: RunFailureCode::RuntimeError,
                 message: err.to_string(),
             },
         };
@@ -183,7 +183,7 @@ pub(crate) async fn execute(ctx: RunContext) -> Option<RunContext> {
             },
             Outcome::Goal(end) => Event::RunFailed {
                 run_id: ctx.run_id.clone(),
-                code: format!("goal_{}", end.state.as_str().replace('-', "_")),
+                code: goal_failure(end.state),
                 message: end.reason.unwrap_or_default(),
             },
             Outcome::Failed { code, message } => Event::RunFailed {
@@ -209,6 +209,17 @@ pub(crate) async fn execute(ctx: RunContext) -> Option<RunContext> {
         let next = ctx.session.start_next_locked(&ctx.run_id).await;
         drop(turn);
         return next;
+    }
+}
+
+/// The `run.failed` code of a goal run that ended without success.
+fn goal_failure(state: GoalState) -> RunFailureCode {
+    match state {
+        GoalState::BudgetExhausted => RunFailureCode::GoalBudgetExhausted,
+        GoalState::Failed => RunFailureCode::GoalFailed,
+        // No goal verdict ends a run in another state (success completes it, pause and
+        // cancel interrupt it); kept total, in the same shape.
+        other => RunFailureCode::from(format!("goal_{}", other.as_str().replace('-', "_"))),
     }
 }
 
@@ -295,7 +306,7 @@ async fn prompt_hooks(ctx: &RunContext) -> Result<Option<Outcome>> {
     Ok(match verdict {
         HookVerdict::Continue => None,
         HookVerdict::Blocked(reason) => Some(Outcome::Failed {
-            code: context::BLOCKED_BY_HOOK.into(),
+            code: context::BLOCKED_BY_HOOK,
             message: format!("the prompt was blocked by a hook: {reason}"),
         }),
     })
@@ -309,11 +320,13 @@ async fn stop_hooks(ctx: &RunContext, outcome: &Outcome) -> Result<()> {
         .await
         .unwrap_or_else(|_| ctx.settings.clone());
     let payload = match outcome {
-        Outcome::Completed(result) => json!({"status": "completed", "result": result}),
+        Outcome::Completed(result) => json!({"status": RunStatus::Completed, "result": result}),
         Outcome::Failed { code, message } => {
-            json!({"status": "failed", "code": code, "message": message})
+            json!({"status": RunStatus::Failed, "code": code, "message": message})
         }
-        Outcome::Interrupted(reason) => json!({"status": "interrupted", "reason": reason}),
+        Outcome::Interrupted(reason) => {
+            json!({"status": RunStatus::Interrupted, "reason": reason})
+        }
         Outcome::Goal(end) => json!({
             "status": "goal",
             "goal_state": end.state,

@@ -3,7 +3,7 @@
 //! tools) and goal runs (a briefing before every turn, budgets, the no-progress verdict).
 
 use lumina_model::{ChatRequest, ModelClient, ModelError, StreamDelta, ToolSpec};
-use lumina_protocol::{DeltaFrame, Event, GoalState, ToolCallInfo, Usage};
+use lumina_protocol::{DeltaFrame, Event, GoalState, RunFailureCode, ToolCallInfo, Usage};
 use serde_json::Value;
 
 use super::{calls, Outcome, RunContext};
@@ -11,6 +11,7 @@ use crate::context;
 use crate::goal::GoalEnd;
 use crate::memory;
 use crate::settings::RunSettings;
+use crate::tool_call::CallOutcome;
 use crate::{subagent, Result};
 
 /// Steps per run before the run fails with `step_limit` (a runaway-loop guard).
@@ -70,7 +71,7 @@ pub(crate) async fn run_loop(
             Ok(s) => s,
             Err(err) => {
                 return Ok(Outcome::Failed {
-                    code: "settings".into(),
+                    code: RunFailureCode::Settings,
                     message: err.to_string(),
                 })
             }
@@ -93,7 +94,7 @@ pub(crate) async fn run_loop(
             run_id: ctx.run_id.clone(),
             step,
             model: settings.model_name(),
-            api_type: settings.api_type_name(),
+            api_type: settings.api_type(),
             message_count: request.messages.len() as u32,
             context_tokens,
             through_seq,
@@ -105,8 +106,8 @@ pub(crate) async fn run_loop(
             Err(err) => {
                 close_step(ctx, step, "error").await?;
                 return Ok(Outcome::Failed {
-                    code: "model_not_configured".into(),
-                    message: err,
+                    code: RunFailureCode::ModelNotConfigured,
+                    message: err.to_string(),
                 });
             }
         };
@@ -138,7 +139,7 @@ pub(crate) async fn run_loop(
                 name: c.name.clone(),
                 arguments: match &c.arguments {
                     Ok(v) => v.clone(),
-                    Err(raw) => Value::String(raw.clone()),
+                    Err(invalid) => Value::String(invalid.raw.clone()),
                 },
             })
             .collect();
@@ -188,7 +189,8 @@ pub(crate) async fn run_loop(
             close_step(ctx, step, stop_reason).await?;
             return Ok(Outcome::Completed(last_text.clone()));
         }
-        if calls::run_calls(ctx, &settings, step, &response.tool_calls, &allowed).await? {
+        let ran = calls::run_calls(ctx, &settings, step, &response.tool_calls, &allowed).await?;
+        if ran == CallOutcome::Interrupted {
             interrupt_step(ctx, step, &ctx.interrupt_reason()).await?;
             return Ok(Outcome::Interrupted(ctx.interrupt_reason()));
         }
@@ -204,7 +206,7 @@ pub(crate) async fn run_loop(
         }
     }
     Ok(Outcome::Failed {
-        code: "step_limit".into(),
+        code: RunFailureCode::StepLimit,
         message: format!("the run reached the limit of {MAX_STEPS} steps"),
     })
 }

@@ -5,7 +5,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use lumina_protocol::{agent_stream, Event};
+use lumina_protocol::{agent_stream, Event, RunFailureCode};
 use lumina_tools::ToolOutput;
 use serde_json::{json, Value};
 
@@ -40,7 +40,7 @@ async fn child(
 ) -> Result<ToolOutput> {
     let args = match parse_args(args) {
         Ok(args) => args,
-        Err(problem) => return Ok(ToolOutput::error(problem)),
+        Err(problem) => return Ok(ToolOutput::error(problem.to_string())),
     };
     let parent_tools: Vec<String> = offered_tools(parent, settings)
         .into_iter()
@@ -120,7 +120,7 @@ async fn child(
         Ok(outcome) => outcome,
         Err(Error::Fenced) => return Err(Error::Fenced),
         Err(err) => Outcome::Failed {
-            code: "runtime_error".into(),
+            code: RunFailureCode::RuntimeError,
             message: err.to_string(),
         },
     };
@@ -161,7 +161,7 @@ async fn child(
         // Sub-agents take no goal turns; kept total for safety.
         Outcome::Goal(end) => failed(
             &child_id,
-            "runtime_error".into(),
+            RunFailureCode::RuntimeError,
             format!("unexpected goal verdict {}", end.state),
         ),
     };
@@ -170,7 +170,7 @@ async fn child(
     Ok(output.with_metadata(json!({ "child_id": child_id })))
 }
 
-fn failed(child_id: &str, code: String, message: String) -> (Event, Event, ToolOutput) {
+fn failed(child_id: &str, code: RunFailureCode, message: String) -> (Event, Event, ToolOutput) {
     let result = format!("the sub-agent failed ({code}): {message}");
     (
         Event::RunFailed {

@@ -25,6 +25,7 @@ use serde_json::{json, Value};
 
 pub(crate) use child::run_child;
 
+use crate::error::ArgError;
 use crate::goal::goal_complete_descriptor;
 use crate::run::RunContext;
 use crate::session::Session;
@@ -92,16 +93,35 @@ impl Drop for Slot {
     }
 }
 
+/// The sub-agent limit that refused an `agent` call; the message is its tool result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum LimitReached {
+    #[error(
+        "sub-agent limit reached: subagent_max_depth = {max} (this agent is at depth {depth}, \
+         so it cannot start another); do the task yourself"
+    )]
+    Depth { max: u32, depth: u32 },
+    #[error(
+        "sub-agent limit reached: subagent_max_total = {max} (this task has started that many \
+         sub-agents already); do the rest yourself"
+    )]
+    Total { max: u32 },
+    #[error(
+        "sub-agent limit reached: subagent_max_parallel = {max} (that many sub-agents are \
+         running in this session); wait for them or do this yourself"
+    )]
+    Parallel { max: u32 },
+}
+
 /// Reserves a slot for a sub-agent of `ctx`, or names the limit that refuses it.
-pub(crate) fn reserve(ctx: &RunContext, settings: &RunSettings) -> Result<Slot, String> {
+pub(crate) fn reserve(ctx: &RunContext, settings: &RunSettings) -> Result<Slot, LimitReached> {
     let s = &settings.settings;
     let depth = ctx.agent.depth + 1;
     if depth > s.subagent_max_depth {
-        return Err(format!(
-            "sub-agent limit reached: subagent_max_depth = {} (this agent is at depth {}, so it \
-             cannot start another); do the task yourself",
-            s.subagent_max_depth, ctx.agent.depth
-        ));
+        return Err(LimitReached::Depth {
+            max: s.subagent_max_depth,
+            depth: ctx.agent.depth,
+        });
     }
     let max_total = s.subagent_max_total;
     let tree = ctx.agent.tree.clone();
@@ -112,10 +132,7 @@ pub(crate) fn reserve(ctx: &RunContext, settings: &RunSettings) -> Result<Slot, 
         })
         .is_err()
     {
-        return Err(format!(
-            "sub-agent limit reached: subagent_max_total = {max_total} (this task has started \
-             that many sub-agents already); do the rest yourself"
-        ));
+        return Err(LimitReached::Total { max: max_total });
     }
     let max_parallel = s.subagent_max_parallel;
     if ctx
@@ -127,10 +144,7 @@ pub(crate) fn reserve(ctx: &RunContext, settings: &RunSettings) -> Result<Slot, 
         .is_err()
     {
         tree.started.fetch_sub(1, Ordering::SeqCst);
-        return Err(format!(
-            "sub-agent limit reached: subagent_max_parallel = {max_parallel} (that many \
-             sub-agents are running in this session); wait for them or do this yourself"
-        ));
+        return Err(LimitReached::Parallel { max: max_parallel });
     }
     Ok(Slot {
         session: ctx.session.clone(),
@@ -202,17 +216,17 @@ pub(crate) struct AgentArgs {
     pub tools: Option<Vec<String>>,
 }
 
-pub(crate) fn parse_args(args: &Value) -> Result<AgentArgs, String> {
+pub(crate) fn parse_args(args: &Value) -> Result<AgentArgs, ArgError> {
     let prompt = args
         .get("prompt")
         .and_then(Value::as_str)
         .map(str::trim)
         .filter(|p| !p.is_empty())
-        .ok_or("`prompt` (a non-empty string) is required")?;
+        .ok_or(ArgError::Required("prompt"))?;
     let description = match args.get("description") {
         None | Some(Value::Null) => None,
         Some(Value::String(d)) => Some(d.clone()),
-        Some(_) => return Err("`description` must be a string".into()),
+        Some(_) => return Err(ArgError::NotAString("description")),
     };
     let tools = match args.get("tools") {
         None | Some(Value::Null) => None,
@@ -221,9 +235,9 @@ pub(crate) fn parse_args(args: &Value) -> Result<AgentArgs, String> {
                 .iter()
                 .map(|v| v.as_str().map(str::to_string))
                 .collect::<Option<Vec<_>>>()
-                .ok_or("`tools` must be an array of tool names")?,
+                .ok_or(ArgError::NotToolNames("tools"))?,
         ),
-        Some(_) => return Err("`tools` must be an array of tool names".into()),
+        Some(_) => return Err(ArgError::NotToolNames("tools")),
     };
     Ok(AgentArgs {
         prompt: prompt.to_string(),

@@ -9,7 +9,7 @@ use std::hash::{Hash, Hasher};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
@@ -75,11 +75,11 @@ impl Install {
 
 /// The process-wide installation, prepared on first use.
 pub(super) fn get() -> Result<&'static Install> {
-    static INSTALL: OnceLock<Result<Install, String>> = OnceLock::new();
+    static INSTALL: OnceLock<Result<Install, Arc<anyhow::Error>>> = OnceLock::new();
     INSTALL
-        .get_or_init(|| prepare().map_err(|e| format!("{e:#}")))
+        .get_or_init(|| prepare().map_err(Arc::new))
         .as_ref()
-        .map_err(|e| anyhow!("cannot prepare PostgreSQL for tests: {e}"))
+        .map_err(|e| anyhow!("cannot prepare PostgreSQL for tests: {e:#}"))
 }
 
 fn prepare() -> Result<Install> {

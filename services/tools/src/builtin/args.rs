@@ -25,7 +25,7 @@ pub(crate) fn parse<T: DeserializeOwned>(
         args
     };
     if let Err(problem) = validate(schema, &args, "") {
-        return Err(invalid(tool, &problem));
+        return Err(invalid(tool, &problem.to_string()));
     }
     serde_json::from_value(args).map_err(|e| invalid(tool, &e.to_string()))
 }
@@ -34,28 +34,58 @@ fn invalid(tool: &str, problem: &str) -> ToolOutput {
     ToolOutput::error(format!("invalid arguments for {tool}: {problem}"))
 }
 
+/// Where arguments break the schema; the message names the field.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+enum Mismatch {
+    #[error("arguments must be a JSON {expected}, got {got}")]
+    Arguments { expected: String, got: &'static str },
+    #[error("field `{path}` must be {}, got {got}", article(.expected))]
+    Type {
+        path: String,
+        expected: String,
+        got: &'static str,
+    },
+    #[error("field `{path}` must be one of {}, got {value}", .allowed.join(", "))]
+    NotAllowed {
+        path: String,
+        allowed: Vec<String>,
+        value: Value,
+    },
+    #[error("field `{path}` must be at least {min}, got {value}")]
+    TooSmall {
+        path: String,
+        min: f64,
+        value: Value,
+    },
+    #[error("missing required field `{0}`")]
+    Missing(String),
+    #[error("unknown field `{field}` (expected one of: {})", .known.join(", "))]
+    Unknown { field: String, known: Vec<String> },
+}
+
 /// Checks `value` against the schema subset; `path` is the field path so far (`todos[2].status`).
-fn validate(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
+fn validate(schema: &Value, value: &Value, path: &str) -> Result<(), Mismatch> {
     if let Some(expected) = schema.get("type").and_then(Value::as_str) {
         if !has_type(value, expected) {
+            let (expected, got) = (expected.to_string(), kind(value));
             return Err(if path.is_empty() {
-                format!("arguments must be a JSON {expected}, got {}", kind(value))
+                Mismatch::Arguments { expected, got }
             } else {
-                format!(
-                    "field `{path}` must be {}, got {}",
-                    article(expected),
-                    kind(value)
-                )
+                Mismatch::Type {
+                    path: path.to_string(),
+                    expected,
+                    got,
+                }
             });
         }
     }
     if let Some(allowed) = schema.get("enum").and_then(Value::as_array) {
         if !allowed.contains(value) {
-            let list: Vec<String> = allowed.iter().map(Value::to_string).collect();
-            return Err(format!(
-                "field `{path}` must be one of {}, got {value}",
-                list.join(", ")
-            ));
+            return Err(Mismatch::NotAllowed {
+                path: path.to_string(),
+                allowed: allowed.iter().map(Value::to_string).collect(),
+                value: value.clone(),
+            });
         }
     }
     if let (Some(min), Some(n)) = (
@@ -63,9 +93,11 @@ fn validate(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
         value.as_f64(),
     ) {
         if n < min {
-            return Err(format!(
-                "field `{path}` must be at least {min}, got {value}"
-            ));
+            return Err(Mismatch::TooSmall {
+                path: path.to_string(),
+                min,
+                value: value.clone(),
+            });
         }
     }
     if let Some(object) = value.as_object() {
@@ -73,7 +105,7 @@ fn validate(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
         if let Some(required) = schema.get("required").and_then(Value::as_array) {
             for name in required.iter().filter_map(Value::as_str) {
                 if !object.contains_key(name) {
-                    return Err(format!("missing required field `{}`", join(path, name)));
+                    return Err(Mismatch::Missing(join(path, name)));
                 }
             }
         }
@@ -82,15 +114,14 @@ fn validate(schema: &Value, value: &Value, path: &str) -> Result<(), String> {
             match properties.and_then(|p| p.get(name)) {
                 Some(field_schema) => validate(field_schema, field, &join(path, name))?,
                 None if closed => {
-                    let mut known: Vec<&str> = properties
-                        .map(|p| p.keys().map(String::as_str).collect())
+                    let mut known: Vec<String> = properties
+                        .map(|p| p.keys().cloned().collect())
                         .unwrap_or_default();
                     known.sort_unstable();
-                    return Err(format!(
-                        "unknown field `{}` (expected one of: {})",
-                        join(path, name),
-                        known.join(", ")
-                    ));
+                    return Err(Mismatch::Unknown {
+                        field: join(path, name),
+                        known,
+                    });
                 }
                 None => {}
             }

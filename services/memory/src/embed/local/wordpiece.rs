@@ -1,205 +1,161 @@
-//! BERT's uncased WordPiece tokenizer (the `BertNormalizer` + `BertPreTokenizer` +
-//! `WordPiece` pipeline of all-MiniLM-L6-v2's `tokenizer.json`), written out so the
-//! local provider needs no tokenizer library. Checked token for token against the
-//! reference tokenizer on the LoCoMo texts (see the crate's tests).
+//! BERT's uncased WordPiece tokenization for all-MiniLM-L6-v2, by the Hugging Face
+//! `tokenizers` crate: the pipeline of the model's `tokenizer.json` (`BertNormalizer`:
+//! clean text, space out CJK ideographs, strip accents, lowercase; `BertPreTokenizer`;
+//! `WordPiece` with `##` continuations and `[UNK]` for words over 100 characters; `[CLS]` …
+//! `[SEP]`), built over the folder's `vocab.txt`. That file is the one the model folder is
+//! required to hold; `tokenizer.json` is optional there and pads and truncates to a fixed
+//! 128 tokens. The special tokens are not matched in the text (`[SEP]` written in a memory
+//! is tokenized as the characters it is), as the hand-written tokenizer this replaced did.
 
-use std::collections::HashMap;
 use std::path::Path;
 
-use unicode_normalization::char::is_combining_mark;
-use unicode_normalization::UnicodeNormalization;
+use tokenizers::models::wordpiece::WordPiece as WordPieceModel;
+use tokenizers::normalizers::BertNormalizer;
+use tokenizers::pre_tokenizers::bert::BertPreTokenizer;
+use tokenizers::processors::bert::BertProcessing;
+use tokenizers::{Encoding, Tokenizer, TruncationDirection};
 
 use crate::{Error, Result};
 
-/// Words longer than this many characters become `[UNK]` (as in the reference).
+/// Words longer than this many characters become `[UNK]` (as in the model's tokenizer).
 const MAX_WORD_CHARS: usize = 100;
 
-/// A WordPiece vocabulary and its special tokens.
-#[derive(Debug)]
+/// A WordPiece tokenizer and its special tokens.
 pub struct WordPiece {
-    vocab: HashMap<String, u32>,
-    unk: u32,
+    tokenizer: Tokenizer,
     /// `[CLS]`.
     pub cls: u32,
     /// `[SEP]`.
     pub sep: u32,
 }
 
+impl std::fmt::Debug for WordPiece {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WordPiece")
+            .field("vocab", &self.tokenizer.get_vocab_size(false))
+            .finish_non_exhaustive()
+    }
+}
+
+fn tokenizer_error(path: &Path, e: impl std::fmt::Display) -> Error {
+    Error::Embedding(format!("{}: {e}", path.display()))
+}
+
 impl WordPiece {
     /// Loads `vocab.txt` (one token per line; the line number is the id).
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)?;
-        let vocab: HashMap<String, u32> = text
-            .lines()
-            .enumerate()
-            .map(|(i, t)| (t.to_owned(), i as u32))
-            .collect();
+        Self::from_vocab(&std::fs::read(path)?).map_err(|e| match e {
+            Error::Embedding(e) => tokenizer_error(path, e),
+            e => e,
+        })
+    }
+
+    /// The tokenizer over a `vocab.txt`'s bytes.
+    fn from_vocab(bytes: &[u8]) -> Result<Self> {
+        let error = |e: Box<dyn std::error::Error + Send + Sync>| Error::Embedding(e.to_string());
+        let vocab = WordPieceModel::read_bytes(bytes).map_err(error)?;
         let id = |t: &str| {
             vocab
                 .get(t)
                 .copied()
                 .ok_or_else(|| Error::Embedding(format!("vocabulary has no {t}")))
         };
+        id("[UNK]")?;
+        let (cls, sep) = (id("[CLS]")?, id("[SEP]")?);
+        let model = WordPieceModel::builder()
+            .vocab(vocab)
+            .unk_token("[UNK]".to_owned())
+            .continuing_subword_prefix("##".to_owned())
+            .max_input_chars_per_word(MAX_WORD_CHARS)
+            .build()
+            .map_err(error)?;
+        let mut tokenizer = Tokenizer::new(model);
+        // clean_text, handle_chinese_chars, strip_accents (None: as lowercase), lowercase.
+        tokenizer
+            .with_normalizer(Some(BertNormalizer::new(true, true, None, true)))
+            .map_err(error)?;
+        tokenizer.with_pre_tokenizer(Some(BertPreTokenizer));
+        tokenizer.with_post_processor(Some(BertProcessing::new(
+            ("[SEP]".to_owned(), sep),
+            ("[CLS]".to_owned(), cls),
+        )));
         Ok(Self {
-            unk: id("[UNK]")?,
-            cls: id("[CLS]")?,
-            sep: id("[SEP]")?,
-            vocab,
+            tokenizer,
+            cls,
+            sep,
         })
     }
 
     /// Token ids of `text`: `[CLS]`, at most `max_len - 2` word pieces, `[SEP]`.
-    pub fn encode(&self, text: &str, max_len: usize) -> Vec<u32> {
-        let mut ids = vec![self.cls];
-        'words: for word in pre_tokenize(&normalize(text)) {
-            for id in self.word_pieces(&word) {
-                if ids.len() + 1 >= max_len {
-                    break 'words;
-                }
-                ids.push(id);
-            }
-        }
-        ids.push(self.sep);
-        ids
+    pub fn encode(&self, text: &str, max_len: usize) -> Result<Vec<u32>> {
+        Ok(self.encoding(text, max_len)?.get_ids().to_vec())
     }
 
-    /// Greedy longest-match-first split of one word; `[UNK]` when a piece is missing.
-    fn word_pieces(&self, word: &str) -> Vec<u32> {
-        let chars: Vec<(usize, char)> = word.char_indices().collect();
-        if chars.len() > MAX_WORD_CHARS {
-            return vec![self.unk];
-        }
-        let mut out = Vec::new();
-        let mut start = 0;
-        while start < chars.len() {
-            let mut end = chars.len();
-            let mut found = None;
-            while start < end {
-                let from = chars[start].0;
-                let to = chars.get(end).map_or(word.len(), |c| c.0);
-                let piece = if start == 0 {
-                    word[from..to].to_owned()
-                } else {
-                    format!("##{}", &word[from..to])
-                };
-                if let Some(&id) = self.vocab.get(&piece) {
-                    found = Some(id);
-                    break;
-                }
-                end -= 1;
-            }
-            match found {
-                Some(id) => out.push(id),
-                None => return vec![self.unk],
-            }
-            start = end;
-        }
-        out
+    /// The whole encoding of `text` (ids, attention mask, offsets), cut as in
+    /// [`Self::encode`].
+    pub fn encoding(&self, text: &str, max_len: usize) -> Result<Encoding> {
+        let error = |e| Error::Embedding(format!("MiniLM tokenizer: {e}"));
+        let mut encoding = self.tokenizer.encode(text, false).map_err(error)?;
+        encoding.truncate(max_len.saturating_sub(2), 0, TruncationDirection::Right);
+        self.tokenizer
+            .post_process(encoding, None, true)
+            .map_err(error)
     }
-}
-
-/// `BertNormalizer` with clean_text, handle_chinese_chars, lowercase and (implied by
-/// lowercase) accent stripping.
-fn normalize(text: &str) -> String {
-    let mut cleaned = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c == '\0' || c == '\u{fffd}' || is_control(c) {
-            continue;
-        }
-        if is_chinese(c) {
-            cleaned.push(' ');
-            cleaned.push(c);
-            cleaned.push(' ');
-        } else if c.is_whitespace() {
-            cleaned.push(' ');
-        } else {
-            cleaned.push(c);
-        }
-    }
-    cleaned
-        .nfd()
-        .filter(|&c| !is_combining_mark(c))
-        .flat_map(char::to_lowercase)
-        .collect()
-}
-
-/// `BertPreTokenizer`: split on whitespace, and every punctuation character alone.
-fn pre_tokenize(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    for c in text.chars() {
-        if c.is_whitespace() {
-            if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
-            }
-        } else if is_punctuation(c) {
-            if !word.is_empty() {
-                out.push(std::mem::take(&mut word));
-            }
-            out.push(c.to_string());
-        } else {
-            word.push(c);
-        }
-    }
-    if !word.is_empty() {
-        out.push(word);
-    }
-    out
-}
-
-/// Control characters other than the whitespace ones (Unicode Cc and Cf).
-fn is_control(c: char) -> bool {
-    if matches!(c, '\t' | '\n' | '\r') {
-        return false;
-    }
-    c.is_control()
-        || matches!(c, '\u{ad}' | '\u{600}'..='\u{605}' | '\u{61c}' | '\u{6dd}' | '\u{70f}'
-            | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2060}'..='\u{2064}'
-            | '\u{2066}'..='\u{206f}' | '\u{feff}' | '\u{fff9}'..='\u{fffb}')
-}
-
-/// ASCII symbols count as punctuation in BERT, plus Unicode punctuation (P*) in the
-/// blocks where it occurs in practice.
-fn is_punctuation(c: char) -> bool {
-    c.is_ascii_punctuation()
-        || matches!(c,
-            '\u{a1}' | '\u{a7}' | '\u{ab}' | '\u{b6}' | '\u{b7}' | '\u{bb}' | '\u{bf}'
-            | '\u{37e}' | '\u{387}' | '\u{55a}'..='\u{55f}' | '\u{589}' | '\u{58a}'
-            | '\u{5be}' | '\u{5c0}' | '\u{5c3}' | '\u{5c6}' | '\u{5f3}' | '\u{5f4}'
-            | '\u{609}' | '\u{60a}' | '\u{60c}' | '\u{60d}' | '\u{61b}' | '\u{61e}' | '\u{61f}'
-            | '\u{66a}'..='\u{66d}' | '\u{6d4}' | '\u{964}' | '\u{965}' | '\u{970}'
-            | '\u{e4f}' | '\u{e5a}' | '\u{e5b}'
-            | '\u{2010}'..='\u{2027}' | '\u{2030}'..='\u{2043}' | '\u{2045}'..='\u{2051}'
-            | '\u{2053}'..='\u{205e}' | '\u{207d}' | '\u{207e}' | '\u{208d}' | '\u{208e}'
-            | '\u{2308}'..='\u{230b}' | '\u{2329}' | '\u{232a}' | '\u{2768}'..='\u{2775}'
-            | '\u{27c5}' | '\u{27c6}' | '\u{27e6}'..='\u{27ef}' | '\u{2983}'..='\u{2998}'
-            | '\u{29d8}'..='\u{29db}' | '\u{29fc}' | '\u{29fd}' | '\u{2cf9}'..='\u{2cfc}'
-            | '\u{2cfe}' | '\u{2cff}' | '\u{2e00}'..='\u{2e2e}' | '\u{2e30}'..='\u{2e4f}'
-            | '\u{3001}'..='\u{3003}' | '\u{3008}'..='\u{3011}' | '\u{3014}'..='\u{301f}'
-            | '\u{3030}' | '\u{303d}' | '\u{30a0}' | '\u{30fb}'
-            | '\u{fe10}'..='\u{fe19}' | '\u{fe30}'..='\u{fe52}' | '\u{fe54}'..='\u{fe61}'
-            | '\u{fe63}' | '\u{fe68}' | '\u{fe6a}' | '\u{fe6b}'
-            | '\u{ff01}'..='\u{ff03}' | '\u{ff05}'..='\u{ff0a}' | '\u{ff0c}'..='\u{ff0f}'
-            | '\u{ff1a}' | '\u{ff1b}' | '\u{ff1f}' | '\u{ff20}' | '\u{ff3b}'..='\u{ff3d}'
-            | '\u{ff3f}' | '\u{ff5b}' | '\u{ff5d}' | '\u{ff5f}'..='\u{ff65}')
-}
-
-/// The CJK ideograph blocks BERT pads with spaces.
-fn is_chinese(c: char) -> bool {
-    matches!(c as u32,
-        0x4E00..=0x9FFF | 0x3400..=0x4DBF | 0x20000..=0x2A6DF | 0x2A700..=0x2B73F
-        | 0x2B740..=0x2B81F | 0x2B820..=0x2CEAF | 0xF900..=0xFAFF | 0x2F800..=0x2FA1F)
 }
 
 #[cfg(test)]
 mod tests {
+    #![allow(clippy::unwrap_used)]
+
     use super::*;
+
+    const VOCAB: &str = "[PAD]\n[UNK]\n[CLS]\n[SEP]\nhello\n,\nworld\n!\nit\n'\ns\ncafe\n—\ntime\n\
+                         …\nun\n##believ\n##able\n[\n]\nsep\n北\n京\na";
+
+    fn tokens(wp: &WordPiece, text: &str, max_len: usize) -> Vec<String> {
+        let vocab: Vec<&str> = VOCAB.lines().collect();
+        wp.encode(text, max_len)
+            .unwrap()
+            .iter()
+            .map(|&id| vocab[id as usize].to_owned())
+            .collect()
+    }
 
     #[test]
     fn normalizes_and_splits_like_bert() {
+        let wp = WordPiece::from_vocab(VOCAB.as_bytes()).unwrap();
+        assert_eq!((wp.cls, wp.sep), (2, 3));
         assert_eq!(
-            pre_tokenize(&normalize("Héllo, WORLD!\tIt's  café—time…")),
-            ["hello", ",", "world", "!", "it", "'", "s", "cafe", "—", "time", "…"]
+            tokens(&wp, "Héllo, WORLD!\tIt's  café—time…", 256),
+            [
+                "[CLS]", "hello", ",", "world", "!", "it", "'", "s", "cafe", "—", "time", "…",
+                "[SEP]"
+            ]
         );
+        // Word pieces, unknown words, CJK ideographs one by one, specials spelt out in
+        // the text are text, control characters are dropped.
+        assert_eq!(
+            tokens(&wp, "Unbelievable unknown 北京 [SEP]\u{0}\u{200b}", 256),
+            ["[CLS]", "un", "##believ", "##able", "[UNK]", "北", "京", "[", "sep", "]", "[SEP]"]
+        );
+        assert_eq!(tokens(&wp, "", 256), ["[CLS]", "[SEP]"]);
+        assert_eq!(
+            tokens(&wp, &"a".repeat(101), 256),
+            ["[CLS]", "[UNK]", "[SEP]"]
+        );
+    }
+
+    #[test]
+    fn cuts_to_max_len_with_the_specials() {
+        let wp = WordPiece::from_vocab(VOCAB.as_bytes()).unwrap();
+        assert_eq!(
+            tokens(&wp, "unbelievable hello world", 4),
+            ["[CLS]", "un", "##believ", "[SEP]"]
+        );
+        let encoding = wp.encoding(&"hello ".repeat(300), 256).unwrap();
+        assert_eq!(encoding.len(), 256);
+        assert!(encoding.get_attention_mask().iter().all(|&m| m == 1));
+        assert_eq!(encoding.get_ids()[255], wp.sep);
+        assert!(WordPiece::from_vocab(b"[PAD]\n[CLS]\n[SEP]\n").is_err());
     }
 }
