@@ -14,7 +14,8 @@
 //!
 //! Prints `LUMINA_POSTGRES_URL=…` (the database `lumina`), `LUMINA_REDIS_URL=…`,
 //! `CHAOS_POSTGRES_PORT=…` and `CHAOS_REDIS_PORT=…`, then runs until SIGTERM or ctrl-c and
-//! removes both servers on exit. Everything listens on loopback or on the addresses given.
+//! removes both servers on exit, leaving PostgreSQL's log as `postgres.log` beside the
+//! control socket. Everything listens on loopback or on the addresses given.
 
 use std::io::Write as _;
 use std::net::{IpAddr, SocketAddr};
@@ -184,7 +185,10 @@ async fn main() -> anyhow::Result<()> {
         _ = tokio::signal::ctrl_c() => {}
     }
     let _ = std::fs::remove_file(&args.control);
+    // The server's log outlives its directory, for the chaos run's post-mortem.
+    let log = args.control.with_file_name("postgres.log");
     tokio::task::spawn_blocking(move || {
+        let _ = std::fs::write(&log, lock(&services.pg).log());
         // Stopped here even if a control connection still holds the services; dropping
         // them (below) also removes their directories.
         lock(&services.redis).stop();

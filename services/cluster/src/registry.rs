@@ -386,6 +386,12 @@ impl Registration {
         self.shared.live.borrow().is_valid()
     }
 
+    /// Heartbeats now instead of at the next tick: when the entry is gone (Redis lost it),
+    /// this registers a new incarnation at once.
+    pub async fn confirm(&self) -> Result<()> {
+        self.shared.confirm().await
+    }
+
     /// Sets the draining flag other instances read, and writes it at once.
     #[instrument(skip_all, fields(instance_id = %self.shared.instance_id, draining))]
     pub async fn set_draining(&self, draining: bool) -> Result<()> {

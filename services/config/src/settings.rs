@@ -302,7 +302,10 @@ impl std::fmt::Debug for Settings {
             .field("cluster_drain_timeout_ms", &self.cluster_drain_timeout_ms)
             .field("tenant_max_connections", &self.tenant_max_connections)
             .field("tenant_submits_per_minute", &self.tenant_submits_per_minute)
-            .field("tenant_max_concurrent_runs", &self.tenant_max_concurrent_runs)
+            .field(
+                "tenant_max_concurrent_runs",
+                &self.tenant_max_concurrent_runs,
+            )
             .field("memory_fabric_store", &self.memory_fabric_store)
             .field("web_search_url", &self.web_search_url)
             .field("hooks", &self.hooks)

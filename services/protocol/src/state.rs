@@ -243,7 +243,9 @@ mod tests {
             "paused"
         );
         assert_eq!(format!("[{:<8}]", SessionStatus::Idle), "[idle    ]");
-        assert!(SessionStatus::from("idle") == "idle" && "idle" == SessionStatus::Idle);
+        assert_eq!(SessionStatus::from("idle"), SessionStatus::Idle);
+        assert!(SessionStatus::Idle == "idle");
+        assert!("running" == SessionStatus::Running);
         assert!(SessionStatus::Idle != "running");
     }
 }

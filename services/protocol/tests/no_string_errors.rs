@@ -15,17 +15,18 @@ use std::path::{Path, PathBuf};
 /// Paths (prefixes relative to the workspace root) not converted yet: other work is under
 /// way there. Remove an entry once its code returns typed errors; the goal is an empty list.
 const NOT_YET_CONVERTED: &[&str] = &[
+    // JWKS member parsing (jwks.rs).
     "services/auth/",
-    "services/backend/src/",
+    // The RPC handler contract (a handler's error travels as text to the caller).
     "services/cluster/",
+    // Embedder selection (select.rs).
     "services/memory/src/embed/",
-    "services/protocol/src/",
-    // A new crate being written concurrently, outside this change.
+    // Label checks of the definitions loader (load.rs).
     "services/team/",
 ];
 
 /// Files inside a [`NOT_YET_CONVERTED`] prefix that are converted already and checked.
-const CHECKED_ANYWAY: &[&str] = &["services/backend/src/telemetry.rs"];
+const CHECKED_ANYWAY: &[&str] = &[];
 
 fn workspace_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

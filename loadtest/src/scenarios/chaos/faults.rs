@@ -92,8 +92,16 @@ impl FaultKind {
             FaultKind::Sigstop | FaultKind::Partition => past_ttl,
             FaultKind::RedisRestart | FaultKind::PostgresRestart => Duration::from_secs(1),
             FaultKind::SlowPostgres => (ttl * 2).max(Duration::from_secs(3)),
-            // libfaketime re-reads its file about every second: two of them pass first.
-            FaultKind::ClockSkew => ttl * 2 + Duration::from_secs(3),
+            FaultKind::ClockSkew => past_ttl,
+        }
+    }
+
+    /// How long after the injection the fault is in effect (libfaketime re-reads its file
+    /// about every second); the recovery time is counted from then.
+    pub fn settle(self) -> Duration {
+        match self {
+            FaultKind::ClockSkew => Duration::from_millis(2500),
+            _ => Duration::ZERO,
         }
     }
 

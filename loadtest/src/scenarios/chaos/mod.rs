@@ -219,7 +219,6 @@ impl Run<'_> {
             &self.settings,
             &mut self.children,
         );
-        let t0 = Instant::now();
         let injected = fault.inject();
         row.method = fault.method.clone();
         if let Err(e) = injected {
@@ -229,6 +228,8 @@ impl Run<'_> {
             row.error = Some(format!("injecting the fault: {e}"));
             return Ok(row);
         }
+        tokio::time::sleep(kind.settle()).await;
+        let t0 = Instant::now();
         tokio::time::sleep(hold).await;
         let healed = fault.heal();
         drop(fault);

@@ -234,11 +234,25 @@ impl Node {
                 other => Err(other),
             })
             .map_err(|e| lumina_runtime::Error::Unavailable(format!("journal: {e}")))?;
-        let acquired = self
+        let acquired = match self
             .leases
             .acquire_with_floor(&key, &self.keeper.holder(), floor)
             .await
-            .map_err(|e| lumina_runtime::Error::Unavailable(format!("leases: {e}")))?;
+        {
+            // Redis lost this instance's entry (a restart) before the heartbeat noticed:
+            // register again now (a new incarnation) and try once more.
+            Err(lumina_cluster::ClusterError::NotRegistered(_)) => {
+                self.registration
+                    .confirm()
+                    .await
+                    .map_err(|e| lumina_runtime::Error::Unavailable(format!("registry: {e}")))?;
+                self.leases
+                    .acquire_with_floor(&key, &self.keeper.holder(), floor)
+                    .await
+            }
+            other => other,
+        }
+        .map_err(|e| lumina_runtime::Error::Unavailable(format!("leases: {e}")))?;
         match acquired {
             Some(lease) => {
                 let fence = lease.fence;

@@ -60,17 +60,11 @@ async fn a_connection_over_the_tenant_limit_gets_429_with_retry_after() {
 }
 
 #[tokio::test]
-async fn submits_per_minute_and_concurrent_runs_are_limited() {
+async fn a_run_over_the_concurrent_run_limit_is_refused() {
     let h = Harness::start_with(
         "anthropic",
-        vec![
-            Turn::text("slow").with_chunk_delay_ms(300),
-            Turn::text("two"),
-        ],
-        &[
-            ("LUMINA_TENANT_SUBMITS_PER_MINUTE", "3"),
-            ("LUMINA_TENANT_MAX_CONCURRENT_RUNS", "1"),
-        ],
+        vec![Turn::text("slow").with_chunk_delay_ms(300)],
+        &[("LUMINA_TENANT_MAX_CONCURRENT_RUNS", "1")],
     )
     .await;
     let (client, mut notes) = h.client().await;
@@ -91,6 +85,11 @@ async fn submits_per_minute_and_concurrent_runs_are_limited() {
     assert!(error.data.as_ref().unwrap()["retry_after_ms"]
         .as_u64()
         .is_some());
+    // A follow-up to the running session is not a new concurrent run: it queues.
+    client
+        .session_submit(&submit(&first.id, "later", json!(null)))
+        .await
+        .unwrap();
     until_run_end(&mut notes, &run.run_id).await;
     // Nothing of the refused submit reached the journal.
     let events = client
@@ -99,35 +98,49 @@ async fn submits_per_minute_and_concurrent_runs_are_limited() {
         .unwrap()
         .events;
     assert!(events.iter().all(|f| f.event.kind() != "run.started"));
+    let metrics = h.state.metrics.render();
+    assert!(
+        metrics.contains(r#"lumina_rate_limited_total{limit="concurrent_runs"} 1"#),
+        "{metrics}"
+    );
+}
 
-    // The run's end is journaled just before the session is idle again.
-    for _ in 0..100 {
-        if client.session_info(&first.id).await.unwrap().session.status == "idle" {
-            break;
+#[tokio::test]
+async fn submits_over_the_per_minute_limit_are_refused() {
+    let h = Harness::start_with(
+        "anthropic",
+        vec![],
+        &[("LUMINA_TENANT_SUBMITS_PER_MINUTE", "3")],
+    )
+    .await;
+    h.model.set_default_turn(Turn::text("ok"));
+    let (client, _notes) = h.client().await;
+    let session = h.session(&client).await;
+    // Three a minute: the fourth submit is refused — or, when a minute boundary passes in
+    // between (the window is the clock's minute), a later one, never after the seventh.
+    let mut refused_at = None;
+    for i in 1..=7 {
+        match client
+            .session_submit(&submit(&session.id, "go", json!(null)))
+            .await
+        {
+            Ok(_) => {}
+            Err(err) => {
+                let error = err.server_error().unwrap().clone();
+                assert_eq!(error.code, ErrorCode::RateLimited);
+                let data = error.data.unwrap();
+                assert_eq!(data["limit"], "submits_per_minute");
+                assert!(data["retry_after_ms"].as_u64().unwrap() <= 60_000);
+                refused_at = Some(i);
+                break;
+            }
         }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    // Three submits this minute were counted already (one refused by the run limit still
-    // counts): the fourth is refused, whatever the session.
-    let run = client
-        .session_submit(&submit(&second.id, "two", json!(null)))
-        .await
-        .unwrap();
-    until_run_end(&mut notes, &run.run_id).await;
-    let err = client
-        .session_submit(&submit(&second.id, "three", json!(null)))
-        .await
-        .unwrap_err();
-    let error = err.server_error().unwrap();
-    assert_eq!(error.code, ErrorCode::RateLimited);
-    assert_eq!(error.data.as_ref().unwrap()["limit"], "submits_per_minute");
+    let refused_at = refused_at.expect("no submit was refused");
+    assert!(refused_at >= 4, "refused at submit {refused_at}");
     let metrics = h.state.metrics.render();
     assert!(
         metrics.contains(r#"lumina_rate_limited_total{limit="submits_per_minute"} 1"#),
-        "{metrics}"
-    );
-    assert!(
-        metrics.contains(r#"lumina_rate_limited_total{limit="concurrent_runs"} 1"#),
         "{metrics}"
     );
 }

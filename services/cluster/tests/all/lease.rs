@@ -225,3 +225,27 @@ async fn acquire_with_floor_stays_above_the_fence_postgres_recorded() {
         1
     );
 }
+
+#[tokio::test]
+async fn after_redis_lost_the_entry_confirm_registers_a_new_incarnation_at_once() {
+    let (mut server, redis) = start().await;
+    let leases = Leases::new(redis.clone());
+    let a = register(&redis, "a", 10_000).await;
+    let old = holder(&a);
+    leases.acquire("s", &old).await.unwrap().unwrap();
+    server.restart().unwrap();
+    // The entry is gone while the local liveness still holds (the next heartbeat is up to
+    // 2.5 s away): a lease taken under it would be dead at once, so acquiring refuses…
+    let refused = super::support::eventually_ok(|| async {
+        match leases.acquire("t", &old).await {
+            Err(ClusterError::Unavailable(e)) => Err(ClusterError::Unavailable(e)),
+            other => Ok(other),
+        }
+    })
+    .await;
+    assert_eq!(refused, Err(ClusterError::NotRegistered("a".to_owned())));
+    // …and a heartbeat on demand registers a new incarnation, under which it succeeds.
+    a.confirm().await.unwrap();
+    assert_ne!(a.incarnation(), old.incarnation);
+    assert!(leases.acquire("t", &holder(&a)).await.unwrap().is_some());
+}
