@@ -29,5 +29,7 @@ pub use keeper::LeaseKeeper;
 pub use lease::{Holder, Lease, Leases};
 pub use owned::Ownerships;
 pub use registry::{InstanceInfo, Liveness, Registration, Registry};
-pub use rpc::{recover_dead_instance, RpcClient, RpcHandler, RpcOptions, RpcRequest, RpcServer};
+pub use rpc::{
+    recover_dead_instance, HandlerError, RpcClient, RpcHandler, RpcOptions, RpcRequest, RpcServer,
+};
 pub use window::Windows;

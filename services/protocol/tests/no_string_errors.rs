@@ -17,8 +17,6 @@ use std::path::{Path, PathBuf};
 const NOT_YET_CONVERTED: &[&str] = &[
     // JWKS member parsing (jwks.rs).
     "services/auth/",
-    // The RPC handler contract (a handler's error travels as text to the caller).
-    "services/cluster/",
     // Embedder selection (select.rs).
     "services/memory/src/embed/",
     // Label checks of the definitions loader (load.rs).

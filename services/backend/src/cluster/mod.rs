@@ -22,8 +22,8 @@ use std::sync::Arc;
 use anyhow::Context;
 use lumina_auth::{AuthConfig, Authenticator, JwksSource};
 use lumina_cluster::{
-    ConnOptions, Hints, LeaseKeeper, Leases, Ownerships, Redis, Registry, RpcClient, RpcOptions,
-    RpcServer, Windows,
+    ConnOptions, HandlerError, Hints, LeaseKeeper, Leases, Ownerships, Redis, Registry, RpcClient,
+    RpcOptions, RpcServer, Windows,
 };
 use lumina_config::{AppRoot, Env};
 use lumina_journal::postgres::PgJournal;
@@ -212,11 +212,11 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
         let node = rpc_node.clone();
         async move {
             let forwarded: Forwarded = serde_json::from_value(request.payload)
-                .map_err(|e| format!("malformed forwarded request: {e}"))?;
+                .map_err(|e| HandlerError(format!("malformed forwarded request: {e}")))?;
             let reply: ForwardReply = node
                 .handle_forwarded(forwarded, request.trace.as_deref())
                 .await;
-            serde_json::to_value(reply).map_err(|e| e.to_string())
+            serde_json::to_value(reply).map_err(|e| HandlerError(e.to_string()))
         }
     };
     let server = RpcServer::bind(redis, &config.instance_id, handler, RpcOptions::default())

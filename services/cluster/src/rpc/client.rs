@@ -13,14 +13,14 @@ use tokio_util::sync::{CancellationToken, DropGuard};
 use tracing::{debug, instrument, warn};
 use uuid::Uuid;
 
-use super::{field, now_ms, RpcOptions};
+use super::{field, now_ms, HandlerError, RpcOptions};
 use crate::conn::{BlockingConn, Redis};
 use crate::error::{ClusterError, Result};
 
 /// Replies read at once by the reader.
 const READ_COUNT: usize = 256;
 
-type Reply = std::result::Result<serde_json::Value, String>;
+type Reply = std::result::Result<serde_json::Value, HandlerError>;
 type Pending = Mutex<HashMap<Uuid, oneshot::Sender<Reply>>>;
 
 /// Calls other instances. Cheap to clone; the reply reader stops when the last clone is
@@ -149,7 +149,7 @@ impl RpcClient {
         }
         match tokio::time::timeout_at(deadline, rx).await {
             Ok(Ok(Ok(value))) => Ok(value),
-            Ok(Ok(Err(message))) => Err(ClusterError::Remote(message)),
+            Ok(Ok(Err(HandlerError(message)))) => Err(ClusterError::Remote(message)),
             Ok(Err(_)) => Err(ClusterError::Unavailable(
                 "rpc reply reader stopped".to_owned(),
             )),
@@ -238,9 +238,14 @@ fn dispatch(inner: &Inner, reply: StreamReadReply, last_id: &mut String) -> Vec<
             .get::<String>(field::ID)
             .and_then(|id| Uuid::parse_str(&id).ok());
         let outcome: Option<Reply> = if let Some(ok) = entry.get::<String>(field::OK) {
-            Some(serde_json::from_str(&ok).map_err(|err| format!("undecodable reply: {err}")))
+            Some(
+                serde_json::from_str(&ok)
+                    .map_err(|err| HandlerError(format!("undecodable reply: {err}"))),
+            )
         } else {
-            entry.get::<String>(field::ERR).map(Err)
+            entry
+                .get::<String>(field::ERR)
+                .map(|message| Err(HandlerError(message)))
         };
         match (correlation, outcome) {
             (Some(id), Some(outcome)) => {

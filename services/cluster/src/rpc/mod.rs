@@ -60,7 +60,7 @@ impl RpcRequest {
 }
 
 /// Serves requests. Implemented for every `Fn(RpcRequest) -> impl Future<Output =
-/// Result<Value, String>>`; an `Err` reaches the caller as [`crate::ClusterError::Remote`].
+/// Result<Value, HandlerError>>`; an `Err` reaches the caller as [`crate::ClusterError::Remote`].
 ///
 /// Handlers run concurrently and are not cancelled at the deadline (they may not be
 /// cancel-safe); a reply that comes too late is simply not sent.
@@ -69,19 +69,36 @@ pub trait RpcHandler: Send + Sync + 'static {
     fn handle(
         &self,
         request: RpcRequest,
-    ) -> impl Future<Output = Result<serde_json::Value, String>> + Send;
+    ) -> impl Future<Output = Result<serde_json::Value, HandlerError>> + Send;
 }
 
 impl<F, Fut> RpcHandler for F
 where
     F: Fn(RpcRequest) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<serde_json::Value, String>> + Send,
+    Fut: Future<Output = Result<serde_json::Value, HandlerError>> + Send,
 {
     fn handle(
         &self,
         request: RpcRequest,
-    ) -> impl Future<Output = Result<serde_json::Value, String>> + Send {
+    ) -> impl Future<Output = Result<serde_json::Value, HandlerError>> + Send {
         self(request)
+    }
+}
+
+/// A handler's refusal: its message reaches the caller as [`crate::ClusterError::Remote`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HandlerError(pub String);
+
+impl From<String> for HandlerError {
+    fn from(message: String) -> Self {
+        HandlerError(message)
+    }
+}
+
+impl From<&str> for HandlerError {
+    fn from(message: &str) -> Self {
+        HandlerError(message.to_owned())
     }
 }
 

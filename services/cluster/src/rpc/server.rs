@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, instrument, warn, Instrument};
 use uuid::Uuid;
 
-use super::{field, RpcHandler, RpcOptions, RpcRequest, GROUP};
+use super::{field, HandlerError, RpcHandler, RpcOptions, RpcRequest, GROUP};
 use crate::conn::Redis;
 use crate::error::{is_missing_group, ClusterError, Result};
 
@@ -309,7 +309,7 @@ async fn serve<H: RpcHandler>(shared: &Shared<H>, me: &str, entry: StreamId) {
         .catch_unwind()
         .instrument(span)
         .await
-        .unwrap_or_else(|_| Err("rpc handler panicked".to_owned()));
+        .unwrap_or_else(|_| Err(HandlerError::from("rpc handler panicked")));
     let reply = (super::now_ms() < deadline_ms).then_some((id, from.as_str(), outcome));
     finish(shared, me, &entry.id, reply).await;
 }
@@ -320,7 +320,11 @@ async fn finish<H>(
     shared: &Shared<H>,
     me: &str,
     entry_id: &str,
-    reply: Option<(Uuid, &str, std::result::Result<serde_json::Value, String>)>,
+    reply: Option<(
+        Uuid,
+        &str,
+        std::result::Result<serde_json::Value, HandlerError>,
+    )>,
 ) {
     let mut pipe = redis::pipe();
     if let Some((id, from, outcome)) = reply {
@@ -329,7 +333,7 @@ async fn finish<H>(
                 Ok(json) => (field::OK, json),
                 Err(err) => (field::ERR, format!("undecodable handler result: {err}")),
             },
-            Err(message) => (field::ERR, message),
+            Err(HandlerError(message)) => (field::ERR, message),
         };
         pipe.cmd("XADD")
             .arg(shared.redis.keys().reply(from))

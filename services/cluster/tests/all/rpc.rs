@@ -5,8 +5,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lumina_cluster::{
-    recover_dead_instance, ClusterError, Redis, RpcClient, RpcHandler, RpcOptions, RpcRequest,
-    RpcServer,
+    recover_dead_instance, ClusterError, HandlerError, Redis, RpcClient, RpcHandler, RpcOptions,
+    RpcRequest, RpcServer,
 };
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
@@ -46,7 +46,7 @@ async fn serve<H: RpcHandler>(redis: &Redis, id: &str, handler: H, options: RpcO
     Serving { shutdown, task }
 }
 
-async fn echo(request: RpcRequest) -> Result<Value, String> {
+async fn echo(request: RpcRequest) -> Result<Value, HandlerError> {
     Ok(json!({
         "method": request.method,
         "payload": request.payload,
@@ -141,7 +141,7 @@ async fn handler_errors_reach_the_caller() {
     let serving = serve(
         &redis,
         "b",
-        |_: RpcRequest| async { Err::<Value, _>("no such session".to_owned()) },
+        |_: RpcRequest| async { Err::<Value, _>(HandlerError::from("no such session")) },
         RpcOptions::default(),
     )
     .await;
@@ -295,7 +295,7 @@ async fn a_restarted_server_serves_what_its_crashed_predecessor_read_but_did_not
         let reads = reads.clone();
         move |_: RpcRequest| {
             reads.fetch_add(1, Ordering::SeqCst);
-            std::future::pending::<Result<Value, String>>()
+            std::future::pending::<Result<Value, HandlerError>>()
         }
     };
     let first = serve(&redis, "b", hanging, options.clone()).await;
