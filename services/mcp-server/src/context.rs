@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lumina_mcp::jsonrpc::{code, ErrorObject, Id, Message};
+use lumina_mcp_proto::jsonrpc::{code, ErrorObject, Id, Message};
 use serde_json::{json, Value};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;

@@ -5,8 +5,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use lumina_mcp::jsonrpc::{code, ErrorObject, Id, Message};
-use lumina_mcp::version;
+use lumina_mcp_proto::jsonrpc::{code, ErrorObject, Id, Message};
+use lumina_mcp_proto::version;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 

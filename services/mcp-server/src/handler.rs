@@ -2,7 +2,7 @@
 //! protocol (lifecycle, capabilities, errors, cancellation, transports).
 
 use async_trait::async_trait;
-use lumina_mcp::jsonrpc::{code, ErrorObject};
+use lumina_mcp_proto::jsonrpc::{code, ErrorObject};
 use serde_json::{Map, Value};
 
 use crate::context::RequestContext;

@@ -33,5 +33,5 @@ pub use types::{
     Tool,
 };
 
-/// Re-exported so handlers need not depend on `lumina-mcp` for errors and ids.
-pub use lumina_mcp::jsonrpc::{code, ErrorObject, Id};
+/// Re-exported so handlers need not depend on `lumina-mcp-proto` for errors and ids.
+pub use lumina_mcp_proto::jsonrpc::{code, ErrorObject, Id};

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lumina_mcp::jsonrpc::Id;
+use lumina_mcp_proto::jsonrpc::Id;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 

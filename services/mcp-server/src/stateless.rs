@@ -2,17 +2,17 @@
 //! capabilities and log level in `_meta`; every result says `resultType`; `server/discover`
 //! advertises what the server speaks.
 
-use lumina_mcp::jsonrpc::{code, ErrorObject};
-use lumina_mcp::version;
+use lumina_mcp_proto::jsonrpc::{code, ErrorObject};
+use lumina_mcp_proto::version;
 use serde_json::{json, Map, Value};
 
 use crate::types::{Implementation, LogLevel};
 
-pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-pub const META_CLIENT_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-pub const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
-pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+pub use lumina_mcp_proto::meta::{
+    CLIENT_CAPABILITIES as META_CLIENT_CAPABILITIES, CLIENT_INFO as META_CLIENT_INFO,
+    LOG_LEVEL as META_LOG_LEVEL, PROTOCOL_VERSION as META_PROTOCOL_VERSION,
+    SERVER_INFO as META_SERVER_INFO,
+};
 
 /// Methods of the handshake era that the stateless revision removed.
 const REMOVED: [&str; 5] = [

@@ -7,7 +7,7 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use lumina_mcp::jsonrpc::{code, ErrorObject, Id, Message};
+use lumina_mcp_proto::jsonrpc::{code, ErrorObject, Id, Message};
 use serde_json::Value;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;

@@ -1,7 +1,7 @@
-//! Model Context Protocol (spec digest: `docs/specs/mcp.md`): the JSON-RPC envelope and
-//! protocol revisions shared by Lumina's MCP client and server, and the MCP client.
+//! Model Context Protocol (spec digest: `docs/specs/mcp.md`): the MCP client. The wire types
+//! it shares with Lumina's MCP server library are in `lumina-mcp-proto`.
 //!
-//! - [`jsonrpc`]: messages, ids, error codes.
+//! - [`jsonrpc`], [`version`]: re-exported from `lumina-mcp-proto`.
 //! - [`client`]: one session with one server over stdio, Streamable HTTP or legacy
 //!   HTTP+SSE, in the handshake era (≤ 2025-11-25) or the stateless one (2026-07-28);
 //!   [`client::auth`]: OAuth 2.1 authorization for the HTTP transports (discovery,
@@ -18,7 +18,6 @@ pub mod client;
 pub mod config;
 mod error;
 mod expand;
-pub mod jsonrpc;
 pub mod manager;
 mod tool;
 pub mod trust;
@@ -29,20 +28,5 @@ pub use manager::{ManagerOptions, McpManager, ServerState, ServerStatus};
 pub use tool::{result_text, tool_name, McpTool};
 pub use trust::{project_id, TrustStore};
 
-/// Protocol revisions Lumina speaks, newest first.
-pub mod version {
-    /// The stateless revision: no `initialize`; version and capabilities in every `_meta`.
-    pub const STATELESS: &str = "2026-07-28";
-    /// The last handshake revision; what a client offers in `initialize`.
-    pub const LATEST_HANDSHAKE: &str = "2025-11-25";
-    pub const V2025_06_18: &str = "2025-06-18";
-    pub const V2025_03_26: &str = "2025-03-26";
-    pub const V2024_11_05: &str = "2024-11-05";
-    /// Handshake revisions accepted from a peer, newest first.
-    pub const HANDSHAKE: [&str; 4] = [LATEST_HANDSHAKE, V2025_06_18, V2025_03_26, V2024_11_05];
-
-    /// Whether `v` is a handshake revision Lumina speaks.
-    pub fn is_handshake(v: &str) -> bool {
-        HANDSHAKE.contains(&v)
-    }
-}
+/// The envelope and the revisions, from `lumina-mcp-proto` (the server library shares them).
+pub use lumina_mcp_proto::{jsonrpc, version};

@@ -1,153 +1,12 @@
-//! Incremental Server-Sent Events decoder (docs/specs/model-streaming.md#sse-decoding).
-//!
-//! Bytes arrive in arbitrary network chunks; lines are split on raw bytes first and only
-//! whole lines are UTF-8 decoded, so a multibyte character split across two chunks is
-//! never corrupted.
+//! The SSE decoder, from `lumina-sse` (docs/specs/model-streaming.md#sse-decoding); kept at
+//! this path for the vendor parsers and the fuzz targets.
 
-/// One dispatched SSE event.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SseEvent {
-    /// The `event:` field, if any (Anthropic names every event; OpenAI never does).
-    pub event: Option<String>,
-    /// All `data:` lines joined with `\n`.
-    pub data: String,
-    pub id: Option<String>,
-    pub retry: Option<u64>,
-}
-
-/// Feed bytes with [`SseDecoder::push`], then call [`SseDecoder::finish`] at end of stream.
-#[derive(Debug)]
-pub struct SseDecoder {
-    /// Bytes of the current, not yet terminated line.
-    line: Vec<u8>,
-    /// The previous byte was a CR: a following LF belongs to the same line terminator,
-    /// even when it arrives in the next chunk.
-    after_cr: bool,
-    /// Still at the very start of the stream (a UTF-8 BOM there is dropped).
-    at_start: bool,
-    event: Option<String>,
-    data: Option<String>,
-    id: Option<String>,
-    retry: Option<u64>,
-}
-
-impl Default for SseDecoder {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl SseDecoder {
-    pub fn new() -> Self {
-        Self {
-            line: Vec::new(),
-            after_cr: false,
-            at_start: true,
-            event: None,
-            data: None,
-            id: None,
-            retry: None,
-        }
-    }
-
-    /// Consume a chunk of bytes and return the events completed by it.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<SseEvent> {
-        let mut out = Vec::new();
-        for &b in bytes {
-            if self.after_cr {
-                self.after_cr = false;
-                if b == b'\n' {
-                    continue;
-                }
-            }
-            match b {
-                b'\n' => self.end_line(&mut out),
-                b'\r' => {
-                    self.end_line(&mut out);
-                    self.after_cr = true;
-                }
-                _ => self.line.push(b),
-            }
-        }
-        out
-    }
-
-    /// End of stream. The standard discards an unterminated event; compat servers sometimes
-    /// close without the final blank line, so the pending event is returned instead.
-    pub fn finish(&mut self) -> Option<SseEvent> {
-        let mut out = Vec::new();
-        if !self.line.is_empty() {
-            self.end_line(&mut out);
-        }
-        self.dispatch(&mut out);
-        out.pop()
-    }
-
-    fn end_line(&mut self, out: &mut Vec<SseEvent>) {
-        let raw = std::mem::take(&mut self.line);
-        let mut bytes = raw.as_slice();
-        if self.at_start {
-            self.at_start = false;
-            bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
-        }
-        if bytes.is_empty() {
-            self.dispatch(out);
-            return;
-        }
-        let line = String::from_utf8_lossy(bytes);
-        if line.starts_with(':') {
-            return; // comment / keep-alive
-        }
-        let (field, value) = match line.split_once(':') {
-            Some((f, v)) => (f, v.strip_prefix(' ').unwrap_or(v)),
-            None => (line.as_ref(), ""),
-        };
-        match field {
-            "event" => self.event = Some(value.to_string()),
-            "data" => match &mut self.data {
-                Some(d) => {
-                    d.push('\n');
-                    d.push_str(value);
-                }
-                None => self.data = Some(value.to_string()),
-            },
-            "id" if !value.contains('\0') => self.id = Some(value.to_string()),
-            "retry" => {
-                if let Ok(ms) = value.parse() {
-                    self.retry = Some(ms);
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn dispatch(&mut self, out: &mut Vec<SseEvent>) {
-        // Like the vendors' SDKs: a block that set no field at all (only comments) is no event.
-        if self.event.is_none() && self.data.is_none() && self.id.is_none() && self.retry.is_none()
-        {
-            return;
-        }
-        out.push(SseEvent {
-            event: self.event.take(),
-            data: self.data.take().unwrap_or_default(),
-            id: self.id.take(),
-            retry: self.retry.take(),
-        });
-    }
-}
+pub use lumina_sse::{SseDecoder, SseEvent};
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use pretty_assertions::assert_eq;
-
-    fn ev(event: Option<&str>, data: &str) -> SseEvent {
-        SseEvent {
-            event: event.map(str::to_string),
-            data: data.to_string(),
-            ..SseEvent::default()
-        }
-    }
 
     fn decode_chunks(chunks: &[&[u8]]) -> Vec<SseEvent> {
         let mut d = SseDecoder::new();
@@ -180,33 +39,6 @@ mod tests {
     }
 
     #[test]
-    fn line_endings_comments_and_multiline_data() {
-        let input = "\u{feff}: keep-alive\r\n\r\nevent: a\r\ndata: one\r\ndata:two\r\n\r\n\
-                     event: b\rdata: x\r\rdata: {\"t\":\"héllo 日本 🦀\"}\n\n\
-                     id: 7\nretry: 1500\ndata\n\n:only a comment\n\n";
-        let events = assert_split_invariant(input.as_bytes());
-        assert_eq!(
-            events,
-            vec![
-                ev(Some("a"), "one\ntwo"),
-                ev(Some("b"), "x"),
-                ev(None, "{\"t\":\"héllo 日本 🦀\"}"),
-                SseEvent {
-                    id: Some("7".into()),
-                    retry: Some(1500),
-                    ..ev(None, "")
-                },
-            ]
-        );
-    }
-
-    #[test]
-    fn unterminated_final_event_is_flushed_at_eof() {
-        let events = assert_split_invariant(b"data: {\"a\":1}\n\ndata: [DONE]");
-        assert_eq!(events, vec![ev(None, "{\"a\":1}"), ev(None, "[DONE]")]);
-    }
-
-    #[test]
     fn recorded_fixtures_are_split_invariant() {
         for fixture in [
             crate::fixtures::ANTHROPIC_TOOL_THINKING,
@@ -215,11 +47,5 @@ mod tests {
             let events = assert_split_invariant(fixture.as_bytes());
             assert!(events.len() > 5);
         }
-    }
-
-    #[test]
-    fn invalid_utf8_is_replaced_not_fatal() {
-        let events = decode_chunks(&[b"data: a\xffb\n\n"]);
-        assert_eq!(events, vec![ev(None, "a\u{fffd}b")]);
     }
 }

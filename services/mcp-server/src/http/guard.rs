@@ -3,7 +3,7 @@
 
 use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use lumina_mcp::jsonrpc::{ErrorObject, Id, Message};
+use lumina_mcp_proto::jsonrpc::{ErrorObject, Id, Message};
 
 /// Implementation-defined JSON-RPC code for transport-level refusals (bad headers, session
 /// problems, authentication).

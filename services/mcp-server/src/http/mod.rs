@@ -24,7 +24,7 @@ use axum::http::{header, HeaderValue, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::any;
 use axum::Router;
-use lumina_mcp::version;
+use lumina_mcp_proto::version;
 use tokio::net::TcpListener;
 
 pub use axum::http::HeaderMap;
@@ -37,7 +37,7 @@ use crate::handler::Handler;
 use guard::{accepts, header_str, refuse, Refusal};
 use sessions::{Lookup, Sessions, SESSION_HEADER};
 
-pub(crate) const VERSION_HEADER: &str = "mcp-protocol-version";
+pub(crate) use lumina_mcp_proto::header::PROTOCOL_VERSION as VERSION_HEADER;
 
 /// Why the auth hook refused a request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::body::Bytes;
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use lumina_mcp::jsonrpc::{code, ErrorObject, Id, Message};
+use lumina_mcp_proto::jsonrpc::{code, ErrorObject, Id, Message};
 use serde_json::Value;
 
 use super::guard::{accepts, json_response, refuse, rpc_error};
@@ -72,7 +72,7 @@ pub(crate) async fn handle(
         _ => None,
     };
     let modern_header = super::guard::header_str(headers, super::VERSION_HEADER)
-        == Some(lumina_mcp::version::STATELESS);
+        == Some(lumina_mcp_proto::version::STATELESS);
     if modern_header || !matches!(stateless::era(params), Era::Handshake) {
         return modern::handle(shared, headers, message, auth).await;
     }

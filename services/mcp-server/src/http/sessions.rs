@@ -12,7 +12,7 @@ use super::guard::header_str;
 use super::stream::Streams;
 use crate::session::Session;
 
-pub(crate) const SESSION_HEADER: &str = "mcp-session-id";
+pub(crate) use lumina_mcp_proto::header::SESSION_ID as SESSION_HEADER;
 /// Ended session ids remembered for 404 answers.
 const MAX_TERMINATED: usize = 4096;
 

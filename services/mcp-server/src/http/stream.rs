@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use lumina_mcp::jsonrpc::Message;
+use lumina_mcp_proto::jsonrpc::Message;
 use tokio::sync::mpsc;
 use tokio_util::sync::DropGuard;
 
@@ -237,7 +237,7 @@ pub(crate) fn body(rx: Receiver, on_drop: Option<DropGuard>) -> Body {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use lumina_mcp::jsonrpc::Id;
+    use lumina_mcp_proto::jsonrpc::Id;
 
     fn drain(rx: &mut Receiver) -> Vec<String> {
         let mut out = Vec::new();

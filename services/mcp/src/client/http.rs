@@ -35,8 +35,7 @@ const LISTEN_READY: Duration = Duration::from_secs(2);
 /// Bytes of an error body read to find a JSON-RPC error in it.
 const ERROR_BODY_CAP: usize = 64 * 1024;
 
-const SESSION_ID: &str = "mcp-session-id";
-const PROTOCOL_VERSION: &str = "mcp-protocol-version";
+use lumina_mcp_proto::header::{PROTOCOL_VERSION, SESSION_ID};
 
 pub struct StreamableHttp {
     shared: Arc<Shared>,

@@ -33,10 +33,10 @@ pub const CLIENT_NAME: &str = "lumina";
 const STDIO_PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 const HTTP_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
-const META_CAPABILITIES: &str = "io.modelcontextprotocol/clientCapabilities";
-const META_CLIENT_INFO: &str = "io.modelcontextprotocol/clientInfo";
-const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+use lumina_mcp_proto::meta::{
+    CLIENT_CAPABILITIES as META_CAPABILITIES, CLIENT_INFO as META_CLIENT_INFO,
+    PROTOCOL_VERSION as META_VERSION, SERVER_INFO as META_SERVER_INFO,
+};
 
 fn client_info() -> Value {
     json!({"name": CLIENT_NAME, "version": env!("CARGO_PKG_VERSION")})

@@ -1,8 +1,8 @@
-//! Reading an SSE response body event by event, with `lumina_model`'s decoder.
+//! Reading an SSE response body event by event, with `lumina_sse`'s decoder.
 
 use std::collections::VecDeque;
 
-use lumina_model::sse::{SseDecoder, SseEvent};
+use lumina_sse::{SseDecoder, SseEvent};
 
 use crate::Error;
 
