@@ -110,7 +110,7 @@ pub enum Error {
         /// Where the JWKS came from, redacted.
         origin: String,
         /// What went wrong.
-        reason: String,
+        reason: JwksProblem,
     },
     /// A stored private key could not be parsed (its content is never included).
     #[error("signing key {}: {reason}", path.display())]
@@ -126,6 +126,51 @@ pub enum Error {
     /// Producing a signature failed.
     #[error("signing failed: {0}")]
     Sign(&'static str),
+}
+
+/// Why a JWKS, or one key in it, is unusable. Attacker-controlled strings in it went
+/// through [`loggable`]; none carries a URL.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum JwksProblem {
+    #[error("not a JWKS document: {0}")]
+    NotJwks(serde_json::Error),
+    #[error("not a JWK object")]
+    NotJwk,
+    #[error("use {0} is not sig")]
+    UseNotSig(String),
+    #[error("key_ops does not allow verify")]
+    KeyOpsNoVerify,
+    #[error("RSA modulus shorter than 2048 bits")]
+    RsaTooShort,
+    #[error("P-256 coordinates must be 32 bytes")]
+    P256Coordinates,
+    #[error("Ed25519 public key must be 32 bytes")]
+    Ed25519Length,
+    #[error("unsupported key type {kty} / curve {crv}")]
+    Unsupported { kty: String, crv: String },
+    #[error("alg {declared} does not match a {alg} key")]
+    AlgMismatch { declared: String, alg: &'static str },
+    #[error("missing {0}")]
+    MissingField(&'static str),
+    #[error("{0} is not base64url")]
+    NotBase64(&'static str),
+    #[error("no HTTP client")]
+    NoHttpClient,
+    #[error("no usable signing key (RS256, ES256 or EdDSA)")]
+    NoUsableKey,
+    #[error("read failed: {0}")]
+    Read(std::io::Error),
+    #[error("larger than {0} bytes")]
+    TooLarge(usize),
+    /// The request failed; the error was stripped of its URL.
+    #[error("request failed: {0}")]
+    Request(reqwest::Error),
+    #[error("HTTP status {0}")]
+    Status(reqwest::StatusCode),
+    /// Reading the body failed; the error was stripped of its URL.
+    #[error("body read failed: {0}")]
+    Body(reqwest::Error),
 }
 
 /// Result with this crate's setup [`Error`].

@@ -23,7 +23,7 @@ use ring::signature::{
 use serde::Deserialize;
 use tokio::time::Instant;
 
-use crate::error::{loggable, AuthError, Error, Result};
+use crate::error::{loggable, AuthError, Error, JwksProblem, Result};
 
 /// A JWKS larger than this is refused: real ones are a few KiB.
 const MAX_JWKS_BYTES: usize = 1024 * 1024;
@@ -181,13 +181,12 @@ pub(crate) enum Lookup {
 impl KeySet {
     /// Parses a JWKS, skipping (and logging) entries we cannot or must not use, so one
     /// exotic key published by an IdP does not take the others down with it.
-    pub fn parse(bytes: &[u8]) -> Result<KeySet, String> {
-        let raw: RawJwkSet =
-            serde_json::from_slice(bytes).map_err(|e| format!("not a JWKS document: {e}"))?;
+    pub fn parse(bytes: &[u8]) -> Result<KeySet, JwksProblem> {
+        let raw: RawJwkSet = serde_json::from_slice(bytes).map_err(JwksProblem::NotJwks)?;
         let mut keys: Vec<Arc<VerifyingKey>> = Vec::with_capacity(raw.keys.len());
         for (index, value) in raw.keys.into_iter().enumerate() {
             let parsed = serde_json::from_value::<RawJwk>(value)
-                .map_err(|_| "not a JWK object".to_owned())
+                .map_err(|_| JwksProblem::NotJwk)
                 .and_then(convert);
             match parsed {
                 Ok(key) => {
@@ -218,19 +217,19 @@ impl KeySet {
     }
 }
 
-fn convert(jwk: RawJwk) -> Result<VerifyingKey, String> {
+fn convert(jwk: RawJwk) -> Result<VerifyingKey, JwksProblem> {
     if jwk.d.is_some() {
         // Still usable for verification, but someone published a private key.
         tracing::warn!(kid = ?jwk.kid.as_deref().map(loggable), "jwks: entry contains private key material; rotate it");
     }
     if let Some(u) = jwk.use_.as_deref() {
         if u != "sig" {
-            return Err(format!("use {} is not sig", loggable(u)));
+            return Err(JwksProblem::UseNotSig(loggable(u)));
         }
     }
     if let Some(ops) = &jwk.key_ops {
         if !ops.iter().any(|op| op == "verify") {
-            return Err("key_ops does not allow verify".to_owned());
+            return Err(JwksProblem::KeyOpsNoVerify);
         }
     }
     let (alg, material) = match (jwk.kty.as_str(), jwk.crv.as_deref()) {
@@ -239,7 +238,7 @@ fn convert(jwk: RawJwk) -> Result<VerifyingKey, String> {
             let e = b64_field(jwk.e.as_deref(), "e")?;
             let significant = n.iter().skip_while(|b| **b == 0).count();
             if significant < MIN_RSA_MODULUS_BYTES {
-                return Err("RSA modulus shorter than 2048 bits".to_owned());
+                return Err(JwksProblem::RsaTooShort);
             }
             (Alg::Rs256, KeyMaterial::Rsa { n, e })
         }
@@ -247,7 +246,7 @@ fn convert(jwk: RawJwk) -> Result<VerifyingKey, String> {
             let x = b64_field(jwk.x.as_deref(), "x")?;
             let y = b64_field(jwk.y.as_deref(), "y")?;
             if x.len() != 32 || y.len() != 32 {
-                return Err("P-256 coordinates must be 32 bytes".to_owned());
+                return Err(JwksProblem::P256Coordinates);
             }
             // ring takes the uncompressed SEC1 point and checks it is on the curve.
             let mut point = Vec::with_capacity(65);
@@ -259,25 +258,23 @@ fn convert(jwk: RawJwk) -> Result<VerifyingKey, String> {
         ("OKP", Some("Ed25519")) => {
             let x = b64_field(jwk.x.as_deref(), "x")?;
             if x.len() != 32 {
-                return Err("Ed25519 public key must be 32 bytes".to_owned());
+                return Err(JwksProblem::Ed25519Length);
             }
             (Alg::EdDsa, KeyMaterial::Ed25519(x))
         }
         (kty, crv) => {
-            return Err(format!(
-                "unsupported key type {} / curve {}",
-                loggable(kty),
-                crv.map_or_else(|| "-".to_owned(), loggable)
-            ))
+            return Err(JwksProblem::Unsupported {
+                kty: loggable(kty),
+                crv: crv.map_or_else(|| "-".to_owned(), loggable),
+            })
         }
     };
     if let Some(declared) = jwk.alg.as_deref() {
         if declared != alg.as_str() {
-            return Err(format!(
-                "alg {} does not match a {} key",
-                loggable(declared),
-                alg.as_str()
-            ));
+            return Err(JwksProblem::AlgMismatch {
+                declared: loggable(declared),
+                alg: alg.as_str(),
+            });
         }
     }
     Ok(VerifyingKey {
@@ -287,11 +284,11 @@ fn convert(jwk: RawJwk) -> Result<VerifyingKey, String> {
     })
 }
 
-fn b64_field(value: Option<&str>, name: &str) -> Result<Vec<u8>, String> {
-    let value = value.ok_or_else(|| format!("missing {name}"))?;
+fn b64_field(value: Option<&str>, name: &'static str) -> Result<Vec<u8>, JwksProblem> {
+    let value = value.ok_or(JwksProblem::MissingField(name))?;
     URL_SAFE_NO_PAD
         .decode(value)
-        .map_err(|_| format!("{name} is not base64url"))
+        .map_err(|_| JwksProblem::NotBase64(name))
 }
 
 struct Snapshot {
@@ -417,32 +414,30 @@ impl KeyCache {
         Ok(count)
     }
 
-    async fn fetch_and_parse(&self) -> Result<KeySet, String> {
+    async fn fetch_and_parse(&self) -> Result<KeySet, JwksProblem> {
         let bytes = match (&self.source, &self.http) {
             (JwksSource::File(path), _) => read_file(path).await?,
             (JwksSource::Url(url), Some(client)) => fetch_url(client, url).await?,
-            (JwksSource::Url(_), None) => return Err("no HTTP client".to_owned()),
+            (JwksSource::Url(_), None) => return Err(JwksProblem::NoHttpClient),
         };
         let keys = KeySet::parse(&bytes)?;
         // An empty set is far more likely a broken deploy than a wish to reject everyone.
         if keys.len() == 0 {
-            return Err("no usable signing key (RS256, ES256 or EdDSA)".to_owned());
+            return Err(JwksProblem::NoUsableKey);
         }
         Ok(keys)
     }
 }
 
-async fn read_file(path: &std::path::Path) -> Result<Vec<u8>, String> {
-    let bytes = tokio::fs::read(path)
-        .await
-        .map_err(|e| format!("read failed: {e}"))?;
+async fn read_file(path: &std::path::Path) -> Result<Vec<u8>, JwksProblem> {
+    let bytes = tokio::fs::read(path).await.map_err(JwksProblem::Read)?;
     if bytes.len() > MAX_JWKS_BYTES {
-        return Err(format!("larger than {MAX_JWKS_BYTES} bytes"));
+        return Err(JwksProblem::TooLarge(MAX_JWKS_BYTES));
     }
     Ok(bytes)
 }
 
-async fn fetch_url(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, String> {
+async fn fetch_url(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, JwksProblem> {
     // `without_url` because the URL may carry credentials in its query.
     let mut response = client
         .get(url)
@@ -452,18 +447,18 @@ async fn fetch_url(client: &reqwest::Client, url: &str) -> Result<Vec<u8>, Strin
         )
         .send()
         .await
-        .map_err(|e| format!("request failed: {}", e.without_url()))?;
+        .map_err(|e| JwksProblem::Request(e.without_url()))?;
     if !response.status().is_success() {
-        return Err(format!("HTTP status {}", response.status()));
+        return Err(JwksProblem::Status(response.status()));
     }
     let mut body = Vec::new();
     while let Some(chunk) = response
         .chunk()
         .await
-        .map_err(|e| format!("body read failed: {}", e.without_url()))?
+        .map_err(|e| JwksProblem::Body(e.without_url()))?
     {
         if body.len() + chunk.len() > MAX_JWKS_BYTES {
-            return Err(format!("larger than {MAX_JWKS_BYTES} bytes"));
+            return Err(JwksProblem::TooLarge(MAX_JWKS_BYTES));
         }
         body.extend_from_slice(&chunk);
     }

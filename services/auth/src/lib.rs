@@ -28,7 +28,7 @@ mod local;
 mod verify;
 
 pub use claims::{Principal, SCOPE_ADMIN, SCOPE_READ, SCOPE_WRITE};
-pub use error::{AuthError, Error, Result, PUBLIC_MESSAGE};
+pub use error::{AuthError, Error, JwksProblem, Result, PUBLIC_MESSAGE};
 pub use jwks::{JwksSource, JwksStats};
 pub use local::{
     ed25519_jwk, ed25519_kid, generate_ed25519_pkcs8, init_local, mint, sign_ed25519_pkcs8,

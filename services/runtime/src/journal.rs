@@ -1,6 +1,7 @@
 //! The session's writer: appends to the store under the owner's fence, keeps the projection
 //! current, and broadcasts committed events (in seq order) and ephemeral deltas.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use lumina_journal::{
@@ -33,6 +34,10 @@ pub struct SessionJournal {
     tx: broadcast::Sender<Outbound>,
     /// Visible main-stream events also become Memory Fabric evidence.
     memory: Option<MemorySink>,
+    /// Set when an append failed for another reason than the fence: the store may have
+    /// committed it all the same (a reply lost with the connection), so the projection
+    /// catches up from the store before the next append.
+    stale: AtomicBool,
 }
 
 impl SessionJournal {
@@ -58,6 +63,7 @@ impl SessionJournal {
             projection: Mutex::new(projection),
             tx,
             memory: None,
+            stale: AtomicBool::new(false),
         })
     }
 
@@ -144,7 +150,18 @@ impl SessionJournal {
                 .collect(),
             command,
         };
-        let stored = self.store.append(&self.key, self.fence, batch).await?;
+        if self.stale.load(Ordering::SeqCst) {
+            self.catch_up(&mut projection).await?;
+        }
+        let stored = match self.store.append(&self.key, self.fence, batch).await {
+            Ok(stored) => stored,
+            Err(err) => {
+                if !matches!(err, lumina_journal::Error::Fenced { .. }) {
+                    self.stale.store(true, Ordering::SeqCst);
+                }
+                return Err(err.into());
+            }
+        };
         let frames: Vec<Arc<EventFrame>> = stored
             .iter()
             .filter_map(|s| to_frame(&self.key.session_id, s))
@@ -170,6 +187,42 @@ impl SessionJournal {
             memory.record(&frames).await;
         }
         Ok(frames)
+    }
+
+    /// Brings the projection up to the store after a failed append, so a caller can see
+    /// whether that append committed after all. A no-op when no append failed.
+    pub(crate) async fn resync(&self) -> Result<()> {
+        let mut projection = self.projection.lock().await;
+        if self.stale.load(Ordering::SeqCst) {
+            self.catch_up(&mut projection).await?;
+        }
+        Ok(())
+    }
+
+    /// Applies and broadcasts what the store holds beyond the projection's head, in order.
+    async fn catch_up(&self, projection: &mut Projection) -> Result<()> {
+        loop {
+            let page = self
+                .store
+                .read(&self.key, projection.head_seq, 1000)
+                .await?;
+            if page.is_empty() {
+                break;
+            }
+            for stored in &page {
+                if let Some(frame) = to_frame(&self.key.session_id, stored) {
+                    let frame = Arc::new(frame);
+                    projection.apply(&frame);
+                    let _ = self.tx.send(Outbound::Event(frame));
+                }
+            }
+            if let Some(last) = page.last() {
+                // An event that `to_frame` cannot decode still moves the head past it.
+                projection.head_seq = projection.head_seq.max(last.seq);
+            }
+        }
+        self.stale.store(false, Ordering::SeqCst);
+        Ok(())
     }
 
     /// Broadcasts an ephemeral delta (not journaled).
@@ -233,3 +286,6 @@ pub fn to_frame(session_id: &str, stored: &StoredEvent) -> Option<EventFrame> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

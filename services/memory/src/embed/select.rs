@@ -193,16 +193,32 @@ fn remote(models: &MemoryModels) -> Selection {
     }
 }
 
-/// An absolute `http`/`https` URL with a host; the reason otherwise (never the URL).
-pub(crate) fn check_http_url(url: &str) -> Result<(), String> {
+/// Why a configured endpoint URL is unusable (never the URL itself: it may hold a key).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum UrlProblem {
+    #[error("expected an http or https URL with a host, got scheme `{0}`")]
+    Scheme(String),
+    #[error("not a URL: {0}")]
+    Parse(String),
+}
+
+/// An absolute `http`/`https` URL with a host; the reason otherwise.
+pub(crate) fn check_http_url(url: &str) -> Result<(), UrlProblem> {
     match reqwest::Url::parse(url) {
         Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => Ok(()),
-        Ok(u) => Err(format!(
-            "expected an http or https URL with a host, got scheme `{}`",
-            u.scheme()
-        )),
-        Err(e) => Err(format!("not a URL: {e}")),
+        Ok(u) => Err(UrlProblem::Scheme(u.scheme().to_string())),
+        Err(e) => Err(UrlProblem::Parse(e.to_string())),
     }
+}
+
+/// Why the local MiniLM model cannot be used.
+#[cfg(feature = "local-embeddings")]
+#[derive(Debug, thiserror::Error)]
+enum LocalModelProblem {
+    #[error("the local model is not installed ({missing} missing in {})", dir.display())]
+    NotInstalled { missing: String, dir: PathBuf },
+    #[error("the local model in {} did not load ({source})", dir.display())]
+    Load { dir: PathBuf, source: crate::Error },
 }
 
 /// BGE-M3 when its folder is complete and loads, else MiniLM (with a warning about BGE-M3
@@ -262,25 +278,24 @@ fn local_provider(provider: Arc<dyn EmbeddingProvider>, warning: Option<String>)
 
 /// all-MiniLM-L6-v2 from `dir`, or why not.
 #[cfg(feature = "local-embeddings")]
-fn minilm(dir: &Path) -> Result<Arc<dyn EmbeddingProvider>, String> {
+fn minilm(dir: &Path) -> Result<Arc<dyn EmbeddingProvider>, LocalModelProblem> {
     let missing: Vec<&str> = LOCAL_MODEL_FILES
         .iter()
         .copied()
         .filter(|f| !dir.join(f).is_file())
         .collect();
     if !missing.is_empty() {
-        return Err(format!(
-            "the local model is not installed ({} missing in {})",
-            missing.join(", "),
-            dir.display()
-        ));
+        return Err(LocalModelProblem::NotInstalled {
+            missing: missing.join(", "),
+            dir: dir.to_path_buf(),
+        });
     }
     match super::LocalMiniLm::load(dir) {
         Ok(model) => Ok(Arc::new(model)),
-        Err(err) => Err(format!(
-            "the local model in {} did not load ({err})",
-            dir.display()
-        )),
+        Err(source) => Err(LocalModelProblem::Load {
+            dir: dir.to_path_buf(),
+            source,
+        }),
     }
 }
 

@@ -15,6 +15,7 @@ mod calls;
 pub(crate) mod step;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use lumina_protocol::{Event, EventFrame, GoalState, RunFailureCode, RunStatus, MAIN_STREAM};
 use serde_json::json;
@@ -116,10 +117,10 @@ impl RunContext {
 }
 
 /// Runs to the end, journals the terminal event and starts the next queued run, which it
-/// returns for the caller to execute. Journal errors (e.g. a lost fence) stop the run at
-/// once; there is nothing more it may write.
+/// returns for the caller to execute. A lost fence stops the run at once (there is nothing
+/// more it may write); a store that cannot be reached delays its end until it can be
+/// journaled (`journal_end`).
 pub(crate) async fn execute(ctx: RunContext) -> Option<RunContext> {
-    let journal = ctx.session.journal().clone();
     let mut steps = 0;
     let mut last_text = String::new();
     if ctx.is_main() {
@@ -199,16 +200,80 @@ pub(crate) async fn execute(ctx: RunContext) -> Option<RunContext> {
         // The goal's verdict first: whoever sees the run end knows the goal's state.
         let mut events: Vec<Event> = goal_event.into_iter().collect();
         events.push(event);
-        if let Err(err) = journal.append(events).await {
-            tracing::error!(session_id = %journal.session_id(), run_id = %ctx.run_id, error = %err, "could not journal the end of a run");
-            ctx.session.run_ended(&ctx.run_id);
-            return None;
+        match journal_end(&ctx, events).await {
+            EndJournaled::Yes => {}
+            EndJournaled::Fenced => return fenced(&ctx).await,
+            EndJournaled::GaveUp => {
+                // The backend is stopping: recovery closes the run when the session opens.
+                ctx.session.run_ended(&ctx.run_id);
+                return None;
+            }
         }
         // The project's new evidence is compiled in the background (`memory_compile`).
         crate::memory::after_run(&ctx);
         let next = ctx.session.start_next_locked(&ctx.run_id).await;
         drop(turn);
         return next;
+    }
+}
+
+/// Whether a run's terminal event reached the journal.
+enum EndJournaled {
+    Yes,
+    Fenced,
+    GaveUp,
+}
+
+/// First and longest wait between attempts to journal a run's end.
+const END_RETRY_FIRST: Duration = Duration::from_millis(100);
+const END_RETRY_MAX: Duration = Duration::from_secs(5);
+
+/// Journals a run's terminal events, retrying while the store cannot be reached (a
+/// PostgreSQL restart, a full disk): an acknowledged run always gets its end, and the next
+/// queued run starts only after it. Stops when the session was fenced (a newer owner closes
+/// the run) or is being stopped (recovery closes it on the next open). An attempt whose
+/// reply was lost may have committed: the journal catches up from the store and checks
+/// before appending again, so the end is never written twice.
+async fn journal_end(ctx: &RunContext, events: Vec<Event>) -> EndJournaled {
+    let journal = ctx.session.journal();
+    let mut wait = END_RETRY_FIRST;
+    let mut attempts = 0u32;
+    loop {
+        match journal.append(events.clone()).await {
+            Ok(_) => {
+                if attempts > 0 {
+                    tracing::info!(session_id = %journal.session_id(), run_id = %ctx.run_id, attempts, "journaled the end of a run after retrying");
+                }
+                return EndJournaled::Yes;
+            }
+            Err(Error::Fenced) => return EndJournaled::Fenced,
+            Err(err) => {
+                attempts += 1;
+                tracing::warn!(session_id = %journal.session_id(), run_id = %ctx.run_id, attempts, error = %err, "could not journal the end of a run; retrying");
+            }
+        }
+        loop {
+            if ctx.session.is_stopping() {
+                tracing::error!(session_id = %journal.session_id(), run_id = %ctx.run_id, "session stopping before the end of its run was journaled");
+                return EndJournaled::GaveUp;
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(END_RETRY_MAX);
+            match journal.resync().await {
+                Ok(()) => break,
+                Err(Error::Fenced) => return EndJournaled::Fenced,
+                Err(err) => {
+                    tracing::debug!(session_id = %journal.session_id(), error = %err, "journal still unreachable");
+                }
+            }
+        }
+        let open = journal
+            .with_projection(|p| p.open_runs.contains_key(&ctx.run_id))
+            .await;
+        if !open {
+            // The lost reply had committed it after all.
+            return EndJournaled::Yes;
+        }
     }
 }
 
