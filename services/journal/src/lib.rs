@@ -1,17 +1,18 @@
 //! The runtime journal: one durable, append-only event log per session, behind one store
 //! contract ([`JournalStore`]) with a SQLite backend here and a PostgreSQL backend in the
-//! cluster profile. Both run the same [`conformance`] suite.
+//! cluster profile. Both run the same conformance suite (`conformance`, feature `testsuite`).
 //!
 //! The journal knows nothing of event semantics: an event is a `kind` string and a JSON
 //! payload. Large payloads are moved to a content-addressed blob table transparently.
 //!
 //! This crate owns the contract ([`JournalStore`] and its value and error types), the
 //! local backend ([`sqlite::SqliteJournal`], one `runtime.sqlite` per session under
-//! `<AppRoot>/data/sessions`), the backend-independent [`conformance`] suite, and the
+//! `<AppRoot>/data/sessions`), the backend-independent conformance suite (feature `testsuite`), and the
 //! throughput [`bench`] behind `lumina-backend bench journal`.
 #![warn(missing_docs)]
 
 pub mod bench;
+#[cfg(feature = "testsuite")]
 pub mod conformance;
 mod error;
 pub mod postgres;

@@ -18,10 +18,11 @@
 //!   optional **reranker** of the read path ([`rerank`]);
 //! - the SQLite backend ([`sqlite::SqliteMemory`]), the PostgreSQL backend
 //!   ([`postgres::PgMemory`]), the backend-independent
-//!   [`conformance`] suite, and the LoCoMo retrieval benchmark ([`mod@bench`]).
+//!   `conformance` suite (feature `testsuite`), and the LoCoMo retrieval benchmark ([`mod@bench`]).
 #![warn(missing_docs)]
 
 pub mod bench;
+#[cfg(feature = "testsuite")]
 pub mod conformance;
 pub mod derive;
 pub mod embed;
