@@ -76,8 +76,13 @@ pub struct VerificationSummary {
     /// Submitted runs with exactly one `run.started` and one terminal event in the journal
     /// (how each ended is counted elsewhere: `runs_completed`, `run_failed:<code>`).
     pub runs_well_formed: u64,
-    /// Submitted runs without exactly one `run.started` and one terminal event in the journal.
+    /// Submitted runs without exactly one `run.started` and one terminal event in the
+    /// journal, unfinished ones apart.
     pub runs_malformed: u64,
+    /// Submitted runs started but still open when the verification's drain ran out (60 s
+    /// after the load stopped): slow, not wrong; not a violation.
+    #[serde(default)]
+    pub runs_unfinished: u64,
     /// Frames the client's view dropped as already applied (normal after a reconnect).
     pub wire_duplicates: u64,
     /// Gaps the client backfilled with `session.events`.

@@ -81,7 +81,8 @@ pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, param
                 return Err(draining_error());
             }
             let session = runtime.session(&p.session_id).await.map_err(rt)?;
-            if !session.is_running() {
+            // A retry of an accepted submit starts nothing, so no limit applies to it.
+            if !session.is_running() && !session.is_retry(&p.idempotency_key).await.map_err(rt)? {
                 limits.start_run(runtime.running_sessions().await)?;
             }
             ok(session.submit(p).await.map_err(rt)?)

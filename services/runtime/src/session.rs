@@ -336,6 +336,17 @@ impl Session {
         });
     }
 
+    /// Whether a submit with this idempotency key was accepted before (a retry returns the
+    /// original run and starts nothing).
+    pub async fn is_retry(&self, idempotency_key: &str) -> Result<bool> {
+        Ok(self
+            .journal
+            .store()
+            .command_result(self.journal.key(), idempotency_key)
+            .await?
+            .is_some())
+    }
+
     async fn existing_run(&self, key: &str) -> Result<Option<SessionSubmitResult>> {
         let Some(recorded) = self
             .journal

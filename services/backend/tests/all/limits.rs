@@ -106,6 +106,34 @@ async fn a_run_over_the_concurrent_run_limit_is_refused() {
 }
 
 #[tokio::test]
+async fn a_retried_submit_gets_its_run_even_at_the_concurrent_run_limit() {
+    let h = Harness::start_with(
+        "anthropic",
+        vec![
+            Turn::text("done"),
+            Turn::text("slow").with_chunk_delay_ms(300),
+        ],
+        &[("LUMINA_TENANT_MAX_CONCURRENT_RUNS", "1")],
+    )
+    .await;
+    let (client, mut notes) = h.client().await;
+    let first = h.session(&client).await;
+    let second = h.session(&client).await;
+    let original = submit(&first.id, "one", json!(null));
+    let run = client.session_submit(&original).await.unwrap();
+    until_run_end(&mut notes, &run.run_id).await;
+    let busy = client
+        .session_submit(&submit(&second.id, "two", json!(null)))
+        .await
+        .unwrap();
+    // The first session is idle and the tenant is at its limit, but the retry (its reply
+    // lost, say) starts nothing: it gets the original run back.
+    let retried = client.session_submit(&original).await.unwrap();
+    assert_eq!(retried.run_id, run.run_id);
+    until_run_end(&mut notes, &busy.run_id).await;
+}
+
+#[tokio::test]
 async fn submits_over_the_per_minute_limit_are_refused() {
     let h = Harness::start_with(
         "anthropic",
