@@ -244,7 +244,12 @@ impl Checker<'_> {
         match check_label(given) {
             Ok(label) => label,
             Err(reason) => {
-                self.issue(file, "display_name".into(), IssueKind::InvalidValue, reason);
+                self.issue(
+                    file,
+                    "display_name".into(),
+                    IssueKind::InvalidValue,
+                    reason.to_string(),
+                );
                 name.to_string()
             }
         }
@@ -399,7 +404,12 @@ impl Checker<'_> {
             match check_label(model).and_then(|m| no_whitespace(m, "a model name")) {
                 Ok(model) => Some(model),
                 Err(reason) => {
-                    self.issue(&file, "model".into(), IssueKind::InvalidValue, reason);
+                    self.issue(
+                        &file,
+                        "model".into(),
+                        IssueKind::InvalidValue,
+                        reason.to_string(),
+                    );
                     None
                 }
             }
@@ -475,11 +485,16 @@ impl Checker<'_> {
                 .and_then(|p| no_whitespace(p, "a tool"))
                 .and_then(|p| {
                     ToolPatterns::new(vec![p])
-                        .map_err(|(_, reason)| format!("not a valid tool glob: {reason}"))
+                        .map_err(|(_, reason)| LabelProblem::ToolGlob(reason.to_string()))
                 });
             if let Err(reason) = checked {
                 valid = false;
-                self.issue(file, format!("tools[{i}]"), IssueKind::InvalidValue, reason);
+                self.issue(
+                    file,
+                    format!("tools[{i}]"),
+                    IssueKind::InvalidValue,
+                    reason.to_string(),
+                );
             }
         }
         let compiled = valid
@@ -649,25 +664,38 @@ impl Checker<'_> {
 
 /// A display name, model name or tool pattern: trimmed, non-empty, at most
 /// [`MAX_LABEL_CHARS`], without control characters.
-pub(crate) fn check_label(value: &str) -> Result<String, String> {
+pub(crate) fn check_label(value: &str) -> Result<String, LabelProblem> {
     let value = value.trim();
     if value.is_empty() {
-        return Err("is empty".into());
+        return Err(LabelProblem::Empty);
     }
     if value.chars().count() > MAX_LABEL_CHARS {
-        return Err(format!("is longer than {MAX_LABEL_CHARS} characters"));
+        return Err(LabelProblem::TooLong);
     }
     if value.chars().any(char::is_control) {
-        return Err("contains a control character".into());
+        return Err(LabelProblem::Control);
     }
     Ok(value.to_string())
 }
 
-fn no_whitespace(value: String, what: &str) -> Result<String, String> {
+/// Why a label of a definition is refused (the issue's text).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LabelProblem {
+    #[error("is empty")]
+    Empty,
+    #[error("is longer than {} characters", MAX_LABEL_CHARS)]
+    TooLong,
+    #[error("contains a control character")]
+    Control,
+    #[error("{0:?} contains whitespace; expected {1} name")]
+    Whitespace(String, &'static str),
+    #[error("not a valid tool glob: {0}")]
+    ToolGlob(String),
+}
+
+fn no_whitespace(value: String, what: &'static str) -> Result<String, LabelProblem> {
     if value.chars().any(char::is_whitespace) {
-        Err(format!(
-            "{value:?} contains whitespace; expected {what} name"
-        ))
+        Err(LabelProblem::Whitespace(value, what))
     } else {
         Ok(value)
     }
