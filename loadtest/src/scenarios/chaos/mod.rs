@@ -445,11 +445,13 @@ pub(crate) async fn run(
                     if !row.ok {
                         ctx.metrics.error("trial_failed");
                     }
-                    progress.message(format!(
-                        "{} #{n}: {} violations",
-                        kind.name(),
-                        row.violations.len()
-                    ));
+                    let line = format!("{} #{n}: {} violations", kind.name(), row.violations.len());
+                    // Without a progress bar (a long run in the background), one line per
+                    // trial shows how far it got.
+                    if !ctx.progress {
+                        eprintln!("chaos {line}");
+                    }
+                    progress.message(line);
                     trials.push(row);
                 }
                 Err(e) => {
