@@ -7,6 +7,11 @@ use crate::state::{RunStatus, SessionStatus};
 use crate::table::Method;
 use crate::{EventFrame, GoalBudgets, GoalState, GoalUsage, Usage};
 
+pub use crate::team::{
+    TeamCreateParams, TeamCreateResult, TeamEnterParams, TeamEnterResult, TeamExitParams,
+    TeamExitResult, TeamInfo, TeamListParams, TeamListResult,
+};
+
 // The wire names, for callers that match on strings; the table in `crate::table` is the
 // one declaration.
 pub const HELLO: &str = Method::Hello.name();
