@@ -397,6 +397,21 @@ impl App {
                 self.transcript
                     .push(EntryKind::Dim(recalled_line(source_ids)));
             }
+            Event::TeamEntered(_)
+            | Event::TeamExited(_)
+            | Event::TeamCompleted(_)
+            | Event::TeamContractWritten(_)
+            | Event::TeamRoundStarted(_)
+            | Event::TeamRoundEnded(_)
+            | Event::TeamTaskDispatched(_)
+            | Event::TeamTaskEnded(_)
+            | Event::TeamMessageSent(_)
+            | Event::TeamMessagesDelivered(_)
+            | Event::TeamGateChecked(_) => {
+                if let Some(line) = team_line(&frame.event) {
+                    self.transcript.push(EntryKind::Dim(line));
+                }
+            }
             Event::Unknown => {
                 self.transcript.push(EntryKind::Dim(format!(
                     "event #{} of a kind this version does not know",
@@ -495,6 +510,17 @@ impl App {
             }
             Event::RunFailed { message, .. } => format!("failed: {message}"),
             Event::Warning { message, .. } => format!("warning: {message}"),
+            event @ (Event::TeamContractWritten(_)
+            | Event::TeamRoundStarted(_)
+            | Event::TeamRoundEnded(_)
+            | Event::TeamTaskDispatched(_)
+            | Event::TeamTaskEnded(_)
+            | Event::TeamMessageSent(_)
+            | Event::TeamGateChecked(_)) => match team_line(event) {
+                Some(line) => line,
+                None => return,
+            },
+            Event::TeamMessagesDelivered(_) => return,
             Event::Unknown => format!("event #{} of a kind this version does not know", frame.seq),
             other => other.kind().to_string(),
         };
@@ -603,4 +629,48 @@ impl App {
             self.notice(level, line);
         }
     }
+}
+
+/// The team as a group chat: who said what to whom, task hand-offs and ends, rounds and
+/// gates, one line each (raw tool payloads stay in the journal).
+fn team_line(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::TeamEntered(e) => format!(
+            "team {} ({}): {}",
+            e.display_name,
+            e.team,
+            e.members.join(", ")
+        ),
+        Event::TeamExited(_) => "left the team".to_string(),
+        Event::TeamCompleted(e) => format!(
+            "team finished after {} round(s): {}",
+            e.rounds,
+            first_line(&e.summary)
+        ),
+        Event::TeamContractWritten(e) => format!(
+            "contract: {} ({} criteria)",
+            first_line(&e.goal),
+            e.acceptance_criteria.len()
+        ),
+        Event::TeamRoundStarted(e) if e.recovery => format!("round {} (recovery)", e.round),
+        Event::TeamRoundStarted(e) => format!("round {}", e.round),
+        Event::TeamRoundEnded(e) if e.passed => format!("round {} passed", e.round),
+        Event::TeamRoundEnded(e) => {
+            format!("round {} failed: {}", e.round, e.failures.join("; "))
+        }
+        Event::TeamTaskDispatched(e) => format!("→ {}: {}", e.agent, first_line(&e.task)),
+        Event::TeamTaskEnded(e) => format!(
+            "{} {}: {}",
+            e.agent,
+            e.status.as_str(),
+            first_line(&e.summary)
+        ),
+        Event::TeamMessageSent(e) => format!("{} → {}: {}", e.from, e.to, first_line(&e.text)),
+        Event::TeamGateChecked(e) => format!(
+            "gate {}: {}",
+            e.name,
+            if e.passed { "passed" } else { "failed" }
+        ),
+        _ => return None,
+    })
 }
