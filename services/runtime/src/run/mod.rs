@@ -136,7 +136,7 @@ pub(crate) async fn execute(mut ctx: RunContext) -> Option<RunContext> {
                 ctx.team = Some(team);
             }
             Ok(None) => {}
-            Err(problem) => team_problem = Some(problem),
+            Err(problem) => team_problem = Some(problem.to_string()),
         }
     }
     if ctx.is_main() {

@@ -36,6 +36,21 @@ fn team_error(err: lumina_team::Error) -> Error {
     }
 }
 
+/// Writes the built-in teams under the AppRoot (at start-up; idempotent). A failure is
+/// logged: the built-in teams are then missing from `team.list`, nothing else breaks.
+pub fn install_builtin_teams(app_root: &AppRoot) {
+    match lumina_team::install_builtins(app_root) {
+        Ok(report) => {
+            tracing::debug!(
+                installed = report.installed.len(),
+                unchanged = report.unchanged.len(),
+                "built-in teams ready"
+            )
+        }
+        Err(err) => tracing::warn!(error = %err, "built-in teams could not be installed"),
+    }
+}
+
 /// `team.list`: the teams of the user and the built-in ones, and the project's when a
 /// project root is given.
 pub fn list_teams(app_root: &AppRoot, project_root: Option<&Path>) -> TeamListResult {

@@ -64,13 +64,22 @@ pub(crate) fn member_tools(leader: &RunContext, name: &str, team: &TeamScope) ->
         .collect()
 }
 
+/// A member's own `model` that the settings cannot use.
+#[derive(Debug, thiserror::Error)]
+#[error("the model of `{member}` cannot be used: {source}")]
+pub(crate) struct MemberModelError {
+    member: String,
+    #[source]
+    source: crate::settings::SettingsError,
+}
+
 /// The member's settings: the leader's, with the member's own `model` when it has one.
 fn member_settings(
     leader: &RunContext,
     settings: &RunSettings,
     team: &TeamScope,
     name: &str,
-) -> std::result::Result<RunSettings, String> {
+) -> std::result::Result<RunSettings, MemberModelError> {
     let Some(model) = team.definition.member(name).and_then(|m| m.model.clone()) else {
         return Ok(settings.clone());
     };
@@ -79,7 +88,10 @@ fn member_settings(
     leader
         .session
         .reload_with(overrides)
-        .map_err(|e| format!("the model of `{name}` cannot be used: {e}"))
+        .map_err(|source| MemberModelError {
+            member: name.to_string(),
+            source,
+        })
 }
 
 fn task_text(task: &str, inbox: &[&super::state::MessageRecord]) -> String {
@@ -150,11 +162,11 @@ async fn task(
     // Mail sent while it waited counts too.
     let record = active_team(&leader.session).await.unwrap_or(record);
     let inbox = record.undelivered(&agent);
-    let member_settings = member_settings(leader, settings, team, &agent);
-    let model = member_settings
-        .as_ref()
-        .map(RunSettings::model_name)
-        .unwrap_or_else(|_| settings.model_name());
+    let (member_settings, unusable) = match member_settings(leader, settings, team, &agent) {
+        Ok(own) => (own, None),
+        Err(problem) => (settings.clone(), Some(problem.to_string())),
+    };
+    let model = member_settings.model_name();
     let mut opening = vec![Event::RunStarted {
         run_id: task_id.clone(),
         idempotency_key: format!("team:{task_id}"),
@@ -179,7 +191,7 @@ async fn task(
         session: leader.session.clone(),
         run_id: task_id.clone(),
         prompt: plan.task.clone(),
-        settings: member_settings.clone().unwrap_or_else(|_| settings.clone()),
+        settings: member_settings,
         headless: leader.headless,
         cancel: leader.cancel.child_token(),
         stream: stream.clone(),
@@ -192,12 +204,12 @@ async fn task(
         goal: None,
         team: Some(Arc::new(team.member(&agent, &task_id))),
     };
-    let outcome = match member_settings {
-        Err(problem) => Outcome::Failed {
+    let outcome = match unusable {
+        Some(problem) => Outcome::Failed {
             code: RunFailureCode::Settings,
             message: problem,
         },
-        Ok(_) => {
+        None => {
             let mut steps = 0;
             let mut last_text = String::new();
             match run_loop(&member, &mut steps, &mut last_text).await {

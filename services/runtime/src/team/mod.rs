@@ -42,7 +42,7 @@ use tokio::sync::Semaphore;
 use crate::run::RunContext;
 use crate::session::Session;
 
-pub use control::{create_team, list_teams};
+pub use control::{create_team, install_builtin_teams, list_teams};
 pub(crate) use prompt::system_prompt;
 pub use state::TeamRecord;
 pub(crate) use tools::DISPATCH_TOOL;
@@ -144,20 +144,42 @@ pub(crate) fn load_definition(
     TeamLocations::new(session.app_root(), Some(session.project_root())).load(name)
 }
 
+/// Why the session's team cannot run (the leader's run fails with it).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum TeamUnusable {
+    #[error("the session's team `{team}` cannot be used: {source}")]
+    Definition {
+        team: String,
+        #[source]
+        source: lumina_team::Error,
+    },
+    #[error(
+        "the team `{team}` changed its entry agent from `{was}` to `{now}`; leave the team and enter it again"
+    )]
+    EntryChanged {
+        team: String,
+        was: String,
+        now: String,
+    },
+}
+
 /// The leader's scope for a top-level run of a session that entered a team; `Ok(None)`
-/// when it did not. The definition is read now (it may have changed since `team.enter`);
-/// `Err` says why it cannot be used.
-pub(crate) async fn attach(ctx: &RunContext) -> Result<Option<Arc<TeamScope>>, String> {
+/// when it did not. The definition is read now (it may have changed since `team.enter`).
+pub(crate) async fn attach(ctx: &RunContext) -> Result<Option<Arc<TeamScope>>, TeamUnusable> {
     let Some(record) = active_team(&ctx.session).await else {
         return Ok(None);
     };
-    let definition = load_definition(&ctx.session, &record.team)
-        .map_err(|e| format!("the session's team `{}` cannot be used: {e}", record.team))?;
+    let definition =
+        load_definition(&ctx.session, &record.team).map_err(|source| TeamUnusable::Definition {
+            team: record.team.clone(),
+            source,
+        })?;
     if definition.entry_agent != record.entry_agent {
-        return Err(format!(
-            "the team `{}` changed its entry agent from `{}` to `{}`; leave the team and enter it again",
-            record.team, record.entry_agent, definition.entry_agent
-        ));
+        return Err(TeamUnusable::EntryChanged {
+            team: record.team.clone(),
+            was: record.entry_agent.clone(),
+            now: definition.entry_agent.clone(),
+        });
     }
     let permits = definition.loop_config.max_parallel_agents.max(1) as usize;
     Ok(Some(Arc::new(TeamScope {

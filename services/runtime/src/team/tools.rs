@@ -173,12 +173,37 @@ fn verdict_descriptor() -> ToolDescriptor {
     )
 }
 
-fn string_arg<'a>(args: &'a Value, key: &str) -> std::result::Result<&'a str, String> {
+/// Why a team tool call is refused; the message is its error tool result.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum Refusal {
+    #[error("`{0}` (a non-empty string) is required")]
+    Required(&'static str),
+    #[error("a member cannot dispatch to itself: `{agent}` is you; dispatch to one of: {others}")]
+    ToItself { agent: String, others: String },
+    #[error("no member `{agent}` in this team; dispatch to one of: {others}")]
+    UnknownMember { agent: String, others: String },
+    #[error(
+        "gates.require_contract: write the contract (team_contract: goal and acceptance \
+         criteria) before the first dispatch"
+    )]
+    NoContract,
+    #[error(
+        "loop.max_iterations = {max}: the team has run that many rounds; finish with \
+         team_complete or report to the user"
+    )]
+    MaxIterations { max: u32 },
+    #[error("loop.stop_policy = stop_on_failure and {reason}; no more rounds: report to the user")]
+    StopOnFailure { reason: String },
+    #[error("`{agent}` has a task in this round already; put everything for it in one task")]
+    Twice { agent: String },
+}
+
+fn string_arg<'a>(args: &'a Value, key: &'static str) -> std::result::Result<&'a str, Refusal> {
     args.get(key)
         .and_then(Value::as_str)
         .map(str::trim)
         .filter(|s| !s.is_empty())
-        .ok_or_else(|| format!("`{key}` (a non-empty string) is required"))
+        .ok_or(Refusal::Required(key))
 }
 
 /// Runs a team tool other than `team_dispatch` (whose rounds [`dispatch_group`] runs), or
@@ -213,7 +238,7 @@ pub(crate) async fn call(
 async fn contract(ctx: &RunContext, record: &TeamRecord, args: &Value) -> Result<ToolOutput> {
     let goal = match string_arg(args, "goal") {
         Ok(goal) => goal.to_string(),
-        Err(problem) => return Ok(ToolOutput::error(problem)),
+        Err(problem) => return Ok(ToolOutput::error(problem.to_string())),
     };
     let criteria: Vec<String> = match args.get("acceptance_criteria") {
         Some(Value::Array(items)) => items
@@ -255,7 +280,7 @@ async fn message(
 ) -> Result<ToolOutput> {
     let (to, text) = match (string_arg(args, "to"), string_arg(args, "text")) {
         (Ok(to), Ok(text)) => (to.to_string(), text.to_string()),
-        (Err(problem), _) | (_, Err(problem)) => return Ok(ToolOutput::error(problem)),
+        (Err(problem), _) | (_, Err(problem)) => return Ok(ToolOutput::error(problem.to_string())),
     };
     let me = team.me().to_string();
     let peers = team
@@ -330,7 +355,7 @@ async fn verdict(
     };
     let output = match string_arg(args, "output") {
         Ok(output) => output.to_string(),
-        Err(problem) => return Ok(ToolOutput::error(problem)),
+        Err(problem) => return Ok(ToolOutput::error(problem.to_string())),
     };
     ctx.session
         .journal()
@@ -358,7 +383,7 @@ fn refusal(
     record: &TeamRecord,
     args: &Value,
     taken: &[String],
-) -> std::result::Result<DispatchPlan, String> {
+) -> std::result::Result<DispatchPlan, Refusal> {
     let definition = &team.definition;
     let others: Vec<&str> = definition
         .members
@@ -368,43 +393,29 @@ fn refusal(
         .collect();
     let agent = string_arg(args, "agent")?.to_string();
     let task = string_arg(args, "task")?.to_string();
+    let others = others.join(", ");
     if agent == team.me() {
-        return Err(format!(
-            "a member cannot dispatch to itself: `{agent}` is you; dispatch to one of: {}",
-            others.join(", ")
-        ));
+        return Err(Refusal::ToItself { agent, others });
     }
     if definition.member(&agent).is_none() {
-        return Err(format!(
-            "no member `{agent}` in this team; dispatch to one of: {}",
-            others.join(", ")
-        ));
+        return Err(Refusal::UnknownMember { agent, others });
     }
     if definition.gates.require_contract && record.contract.is_none() {
-        return Err(
-            "gates.require_contract: write the contract (team_contract: goal and \
-             acceptance criteria) before the first dispatch"
-                .into(),
-        );
+        return Err(Refusal::NoContract);
     }
     let max = definition.loop_config.max_iterations;
     if max != 0 && record.round >= max {
-        return Err(format!(
-            "loop.max_iterations = {max}: the team has run that many rounds; finish with \
-             team_complete or report to the user"
-        ));
+        return Err(Refusal::MaxIterations { max });
     }
     if definition.loop_config.stop_policy == lumina_team::StopPolicy::StopOnFailure {
         if let Some(reason) = &record.recovery_reason {
-            return Err(format!(
-                "loop.stop_policy = stop_on_failure and {reason}; no more rounds: report to the user"
-            ));
+            return Err(Refusal::StopOnFailure {
+                reason: reason.clone(),
+            });
         }
     }
     if taken.contains(&agent) {
-        return Err(format!(
-            "`{agent}` has a task in this round already; put everything for it in one task"
-        ));
+        return Err(Refusal::Twice { agent });
     }
     Ok(DispatchPlan {
         round: record.round + 1,
@@ -444,7 +455,7 @@ pub(crate) async fn dispatch_group(
                     taken.push(plan.agent.clone());
                     Precheck::Dispatch(plan)
                 }
-                Err(reason) => Precheck::Refused(reason),
+                Err(reason) => Precheck::Refused(reason.to_string()),
             }
         })
         .collect();
