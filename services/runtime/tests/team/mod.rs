@@ -5,6 +5,7 @@
 //! bad input.
 
 mod bad_input;
+mod bench;
 mod flow;
 mod restart;
 

@@ -98,6 +98,21 @@ pub enum Command {
         reason: Option<String>,
     },
     ListSessions,
+    /// `team.list` (`/Team`).
+    TeamList,
+    /// `team.enter` (`/Team NAME [TASK]`), creating the session first when none is open;
+    /// then the task, if any, is submitted.
+    TeamEnter {
+        team: String,
+        task: Option<TeamTask>,
+    },
+    /// `team.exit` (`/TeamOut`).
+    TeamExit,
+    /// `team.create` (`/NewTeam NAME [DISPLAY NAME]`).
+    TeamCreate {
+        name: String,
+        display_name: String,
+    },
     /// `mcp.status` of the open session.
     McpStatus,
     /// `mcp.trust` of a project server of the open session.
@@ -109,6 +124,14 @@ pub enum Command {
     Quit {
         interrupt: Option<String>,
     },
+}
+
+/// A prompt `/Team NAME TASK` submits once the session is in the team.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TeamTask {
+    pub request_id: String,
+    pub prompt: String,
+    pub settings: Value,
 }
 
 /// Fixed facts from the command line.

@@ -322,7 +322,7 @@ fn completion_popups_for_commands_and_files() {
 #[test]
 fn commands_without_a_backend_say_so() {
     let mut app = app();
-    for command in ["/compact", "/Team build", "/skills"] {
+    for command in ["/compact", "/skills"] {
         typed(&mut app, command);
         key(&mut app, KeyCode::Esc);
         assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
@@ -335,7 +335,7 @@ fn commands_without_a_backend_say_so() {
             _ => None,
         })
         .collect();
-    assert_eq!(notices.len(), 3);
+    assert_eq!(notices.len(), 2);
     assert!(
         notices.iter().all(|n| n.contains("not available yet")),
         "{notices:?}"
@@ -461,4 +461,45 @@ fn mcp_lists_servers_and_trusts_a_project_server() {
     );
     assert_eq!(notices[n - 1].0, Level::Warning);
     assert!(notices[n - 1].1.contains("trust it with /mcp trust local"));
+}
+
+#[test]
+fn team_commands_go_to_the_backend() {
+    let mut app = app();
+    typed(&mut app, "/Team");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![Command::TeamList]);
+    typed(&mut app, "/Team crew");
+    assert_eq!(
+        key(&mut app, KeyCode::Enter),
+        vec![Command::TeamEnter {
+            team: "crew".into(),
+            task: None
+        }]
+    );
+    typed(&mut app, "/Team crew build the page");
+    let commands = key(&mut app, KeyCode::Enter);
+    let [Command::TeamEnter {
+        team,
+        task: Some(task),
+    }] = &commands[..]
+    else {
+        panic!("{commands:?}");
+    };
+    assert_eq!(
+        (team.as_str(), task.prompt.as_str()),
+        ("crew", "build the page")
+    );
+    assert_eq!(task.settings, json!({"api_model": "m1"}));
+    typed(&mut app, "/TeamOut");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![Command::TeamExit]);
+    typed(&mut app, "/NewTeam my-crew My crew");
+    assert_eq!(
+        key(&mut app, KeyCode::Enter),
+        vec![Command::TeamCreate {
+            name: "my-crew".into(),
+            display_name: "My crew".into()
+        }]
+    );
 }
