@@ -133,3 +133,72 @@ async fn bench_team_checkpoints_sqlite() {
         resume.as_secs_f64() * 1e3
     );
 }
+
+/// The cost of a round beyond the members' own model time: a round of three members that
+/// each answer at once, from the journal's timestamps (round start to round end, minus the
+/// longest member's model request to its answer).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn bench_team_round_overhead() {
+    use lumina_testkit::Turn;
+    use serde_json::json;
+
+    let members = ["research", "frontend", "backend"];
+    let rounds = 20;
+    let mut script = vec![Turn::tool_call(
+        "team_contract",
+        json!({"goal": "g", "acceptance_criteria": ["c"]}),
+    )
+    .matching(LEADER)];
+    for _ in 0..rounds {
+        let mut round = Turn::default();
+        for agent in members {
+            round = round.with_tool_call("team_dispatch", json!({"agent": agent, "task": "go"}));
+        }
+        script.push(round.matching(LEADER));
+        for agent in members {
+            script.push(Turn::text("done").matching(member(agent)));
+        }
+    }
+    script.push(Turn::text("finished").matching(LEADER));
+    let server = ScriptedModelServer::start(script).unwrap();
+    let world = World::new(&server, "anthropic");
+    let runtime = world.runtime();
+    let session = new_session(&runtime, &world.project).await;
+    session.team_enter("product-development").await.unwrap();
+    submit(&session, "k1", "go").await;
+    wait_for(&session, "the run to end", run_ended).await;
+    let frames = events(&session).await;
+    let mut overheads = Vec::new();
+    let mut start = 0;
+    let mut model_ms: std::collections::HashMap<String, (i64, i64)> = Default::default();
+    for frame in &frames {
+        match &frame.event {
+            Event::TeamRoundStarted(_) => {
+                start = frame.ts_ms;
+                model_ms.clear();
+            }
+            Event::ModelRequested { run_id, .. } if frame.stream != "main" => {
+                model_ms.insert(run_id.clone(), (frame.ts_ms, frame.ts_ms));
+            }
+            Event::ModelResponded { run_id, .. } if frame.stream != "main" => {
+                if let Some(span) = model_ms.get_mut(run_id) {
+                    span.1 = frame.ts_ms;
+                }
+            }
+            Event::TeamRoundEnded(_) => {
+                let longest = model_ms.values().map(|(a, b)| b - a).max().unwrap_or(0);
+                overheads.push(frame.ts_ms - start - longest);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(overheads.len(), rounds);
+    overheads.sort();
+    println!(
+        "team round overhead (sqlite, {} members per round, {rounds} rounds): median {} ms, max {} ms",
+        members.len(),
+        overheads[overheads.len() / 2],
+        overheads[overheads.len() - 1]
+    );
+}
