@@ -19,7 +19,7 @@ fn leader(turn: Turn) -> Turn {
 
 fn as_member(name: &str, turn: Turn) -> Turn {
     // Slow streams so that the members of a round overlap in time.
-    let mut turn = turn.matching(&member(name));
+    let mut turn = turn.matching(member(name));
     turn.chunk_delay_ms = 15;
     turn
 }

@@ -31,7 +31,7 @@ pub fn member(name: &str) -> String {
 }
 
 pub struct World {
-    pub dir: TempDir,
+    pub _dir: TempDir,
     pub app_root: AppRoot,
     pub project: PathBuf,
     pub env: Env,
@@ -53,7 +53,7 @@ impl World {
             ("LUMINA_PERMISSION_MODE", "bypass".to_owned()),
         ]);
         World {
-            dir,
+            _dir: dir,
             app_root,
             project: project.canonicalize().unwrap(),
             env,
