@@ -169,3 +169,137 @@ async fn team_methods_and_a_team_run_end_to_end() {
     assert_eq!(exited.team_run_id, Some(entered.team_run_id));
     h.stop().await;
 }
+
+/// `kill -9` of the real backend binary in the middle of a round, then a restart: the round
+/// resumes on its own (the session is opened at start-up), the interrupted task runs once
+/// more and the completed one's tool call is not repeated.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_round_and_restart_resumes_the_round() {
+    use crate::crash::{dirs, kill9, spawn_backend};
+    use std::time::Duration;
+
+    let (_tmp, project, app) = dirs();
+    let mut stalled = Turn::text("half a page").matching("You are `frontend`, a member");
+    stalled.stall_after_chunks = Some(2);
+    let model = lumina_testkit::ScriptedModelServer::start(vec![
+        Turn::tool_call(
+            "team_dispatch",
+            json!({"agent": "backend", "task": "server"}),
+        )
+        .with_tool_call(
+            "team_dispatch",
+            json!({"agent": "frontend", "task": "page"}),
+        )
+        .matching(LEADER),
+        Turn::tool_call(
+            "write_file",
+            json!({"path": "server.txt", "content": "server\n"}),
+        )
+        .matching("You are `backend`, a member"),
+        Turn::text("server written").matching("You are `backend`, a member"),
+        stalled,
+        Turn::text("page written").matching("You are `frontend`, a member"),
+        Turn::tool_call("team_complete", json!({"summary": "shipped"})).matching(LEADER),
+    ])
+    .unwrap();
+    let root = project.join(".Lumina/TEAM/crew");
+    write(
+        &root,
+        "team.yaml",
+        "name: crew\nentry_agent: leader\nagents: [leader, backend, frontend]\n",
+    );
+    for name in ["leader", "backend", "frontend"] {
+        write(
+            &root,
+            &format!("agents/{name}/agent.yaml"),
+            &format!("name: {name}\n"),
+        );
+        write(&root, &format!("agents/{name}/system.md"), "Work.\n");
+    }
+    let mut backend = spawn_backend(&app, &project, &model.base_url());
+    let (client, _notes) = lumina_client::Client::connect(&backend.url, Some(&backend.token))
+        .await
+        .unwrap();
+    let session = create_and_resume(&client, &project).await;
+    client
+        .calls()
+        .team_enter(&TeamEnterParams {
+            session_id: session.id.clone(),
+            team: "crew".into(),
+        })
+        .await
+        .unwrap();
+    client
+        .session_submit(&submit(&session.id, "ship it", json!(null)))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let frames = client
+            .session_events(&session.id, 0, Some(1000))
+            .await
+            .unwrap()
+            .events;
+        let backend_done = frames
+            .iter()
+            .any(|f| matches!(&f.event, Event::TeamTaskEnded(e) if e.agent == "backend"));
+        if backend_done && model.request_count() >= 4 {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the round did not get going"
+        );
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+    kill9(&mut backend);
+    drop(client);
+
+    let mut backend = spawn_backend(&app, &project, &model.base_url());
+    let (client, _notes) = lumina_client::Client::connect(&backend.url, Some(&backend.token))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let frames = loop {
+        let frames = client
+            .session_events(&session.id, 0, Some(1000))
+            .await
+            .unwrap()
+            .events;
+        if frames
+            .iter()
+            .any(|f| matches!(f.event, Event::TeamCompleted(_)))
+        {
+            break frames;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the round did not resume"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    kill9(&mut backend);
+    assert_contiguous(&frames);
+    let ended: Vec<(String, TaskStatus)> = frames
+        .iter()
+        .filter_map(|f| match &f.event {
+            Event::TeamTaskEnded(e) => Some((e.agent.clone(), e.status)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        ended,
+        vec![
+            ("backend".to_string(), TaskStatus::Completed),
+            ("frontend".to_string(), TaskStatus::Interrupted),
+            ("frontend".to_string(), TaskStatus::Completed),
+        ]
+    );
+    let writes = frames
+        .iter()
+        .filter(|f| matches!(&f.event, Event::ToolStarted { tool, .. } if tool == "write_file"))
+        .count();
+    assert_eq!(writes, 1, "the backend's tool call ran once");
+    assert_eq!(read(&project.join("server.txt")), "server\n");
+    assert_eq!(model.remaining_turns(), 0);
+}
