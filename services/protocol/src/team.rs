@@ -72,6 +72,17 @@ pub struct TeamEntered {
     pub entry_agent: String,
     /// Every member, entry agent first.
     pub members: Vec<String>,
+    /// `transcript.show_member_dialogue`: clients show the messages between members.
+    #[serde(default = "shown")]
+    pub show_member_dialogue: bool,
+    /// `transcript.show_tool_details`: clients show each member tool call's start with its
+    /// arguments, not only its end.
+    #[serde(default)]
+    pub show_tool_details: bool,
+}
+
+fn shown() -> bool {
+    true
 }
 
 /// `team.exited` (main): the session works as a single agent again.

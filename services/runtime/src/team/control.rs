@@ -124,6 +124,8 @@ impl Session {
             display_name: definition.display_name.clone(),
             entry_agent: definition.entry_agent.clone(),
             members: members.clone(),
+            show_member_dialogue: definition.transcript.show_member_dialogue,
+            show_tool_details: definition.transcript.show_tool_details,
         };
         self.journal()
             .append(vec![Event::TeamEntered(entered.clone())])

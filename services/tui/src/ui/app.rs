@@ -280,6 +280,9 @@ pub struct App {
     /// Requests answered here (so a resume listing them again does not reopen the dialog).
     pub(crate) answered: HashSet<String>,
     pub(crate) selected_tool: Option<usize>,
+    /// The team's `transcript` choices while the session is in one: (member dialogue, tool
+    /// details).
+    pub(crate) team_transcript: Option<(bool, bool)>,
 }
 
 impl App {
@@ -303,6 +306,7 @@ impl App {
             model_override: None,
             permission_mode: None,
             tokens: 0,
+            team_transcript: None,
             context: None,
             running_tools: Vec::new(),
             thinking: false,

@@ -503,3 +503,71 @@ fn team_commands_go_to_the_backend() {
         }]
     );
 }
+
+#[test]
+fn a_team_shows_as_a_group_chat_honouring_its_transcript_choices() {
+    use lumina_client::protocol::team::{TeamEntered, TeamMessageSent};
+    let transcript_of = |dialogue: bool| {
+        let mut app = app();
+        app.update(Msg::Conn(ConnEvent::Opened {
+            session: session("s1"),
+            pending_permissions: vec![],
+        }));
+        let entered = Event::TeamEntered(TeamEntered {
+            team_run_id: "t".into(),
+            team: "crew".into(),
+            display_name: "Crew".into(),
+            entry_agent: "lead".into(),
+            members: vec!["lead".into(), "qa".into()],
+            show_member_dialogue: dialogue,
+            show_tool_details: false,
+        });
+        let side = |seq: u64, stream: &str, event: Event| EventFrame {
+            session_id: "s1".into(),
+            seq,
+            stream: stream.into(),
+            stream_seq: seq,
+            ts_ms: 500,
+            event,
+        };
+        let message = Event::TeamMessageSent(TeamMessageSent {
+            team_run_id: "t".into(),
+            msg_id: "m".into(),
+            round: 1,
+            from: "qa".into(),
+            to: "lead".into(),
+            text: "criterion 2 fails".into(),
+            task_id: "x".into(),
+        });
+        let tool = Event::ToolStarted {
+            run_id: "x".into(),
+            step: 1,
+            call_id: "c".into(),
+            tool: "read_file".into(),
+            arguments: json!({"path": "a.txt"}),
+        };
+        app.update(Msg::Conn(ConnEvent::Events(vec![
+            side(1, "main", entered),
+            side(2, "team/t", message),
+            side(3, "team/t/qa", tool),
+        ])));
+        app.transcript
+            .kinds()
+            .filter_map(|k| match k {
+                EntryKind::Dim(text) => Some(text.clone()),
+                _ => None,
+            })
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(
+        transcript_of(true),
+        vec![
+            "team Crew (crew): lead, qa".to_string(),
+            "[team/t] qa → lead: criterion 2 fails".to_string(),
+        ]
+    );
+    assert_eq!(
+        transcript_of(false),
+        vec!["team Crew (crew): lead, qa".to_string()]
+    );
+}

@@ -131,6 +131,7 @@ impl App {
         self.run = None;
         self.submitting = None;
         self.tokens = 0;
+        self.team_transcript = None;
         self.context = None;
         self.running_tools.clear();
         self.permissions.clear();
@@ -189,6 +190,13 @@ impl App {
         if frame.stream != MAIN_STREAM {
             self.apply_side_stream(frame);
             return;
+        }
+        match &frame.event {
+            Event::TeamEntered(e) => {
+                self.team_transcript = Some((e.show_member_dialogue, e.show_tool_details))
+            }
+            Event::TeamExited(_) => self.team_transcript = None,
+            _ => {}
         }
         match &frame.event {
             Event::SessionCreated { title, .. } => {
@@ -479,6 +487,18 @@ impl App {
     /// counts, everything else is one dim line.
     fn apply_side_stream(&mut self, frame: &EventFrame) {
         let stream = &frame.stream;
+        // A team's `transcript` choices: member dialogue, and tool starts with arguments.
+        if let (true, Some((dialogue, tools))) = (stream.starts_with("team/"), self.team_transcript)
+        {
+            let hidden = match &frame.event {
+                Event::TeamMessageSent(_) => !dialogue,
+                Event::ToolStarted { .. } => !tools,
+                _ => false,
+            };
+            if hidden {
+                return;
+            }
+        }
         let text = match &frame.event {
             Event::PermissionRequested { .. } => {
                 self.apply_permission_request(&frame.event);
