@@ -279,3 +279,143 @@ pub(crate) fn apply(teams: &mut Vec<TeamRecord>, event: &Event) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use lumina_protocol::team::{
+        TeamEntered, TeamMessageSent, TeamMessagesDelivered, TeamRoundStarted, TeamTaskDispatched,
+        TeamTaskEnded,
+    };
+    use pretty_assertions::assert_eq;
+
+    use super::*;
+
+    fn dispatched(task_id: &str, agent: &str, retry_of: Option<&str>) -> Event {
+        Event::TeamTaskDispatched(TeamTaskDispatched {
+            team_run_id: "t".into(),
+            round: 1,
+            task_id: task_id.into(),
+            agent: agent.into(),
+            task: format!("task of {agent}"),
+            call_id: String::new(),
+            retry_of: retry_of.map(str::to_string),
+        })
+    }
+
+    fn ended(task_id: &str, agent: &str, status: TaskStatus) -> Event {
+        Event::TeamTaskEnded(TeamTaskEnded {
+            team_run_id: "t".into(),
+            task_id: task_id.into(),
+            agent: agent.into(),
+            status,
+            summary: format!("{agent} {}", status.as_str()),
+        })
+    }
+
+    fn message(msg_id: &str, to: &str) -> Event {
+        Event::TeamMessageSent(TeamMessageSent {
+            team_run_id: "t".into(),
+            msg_id: msg_id.into(),
+            round: 1,
+            from: "lead".into(),
+            to: to.into(),
+            text: msg_id.into(),
+            task_id: String::new(),
+        })
+    }
+
+    fn fold(events: Vec<Event>) -> TeamRecord {
+        let mut teams = Vec::new();
+        apply(
+            &mut teams,
+            &Event::TeamEntered(TeamEntered {
+                team_run_id: "t".into(),
+                team: "crew".into(),
+                display_name: "Crew".into(),
+                entry_agent: "lead".into(),
+                members: vec!["lead".into(), "a".into(), "b".into()],
+                show_member_dialogue: true,
+                show_tool_details: false,
+            }),
+        );
+        for event in &events {
+            apply(&mut teams, event);
+        }
+        teams.remove(0)
+    }
+
+    #[test]
+    fn an_interrupted_task_is_retried_once_and_counts_by_its_retry() {
+        let round = Event::TeamRoundStarted(TeamRoundStarted {
+            team_run_id: "t".into(),
+            round: 1,
+            recovery: false,
+            reason: None,
+        });
+        let record = fold(vec![
+            round.clone(),
+            dispatched("1", "a", None),
+            dispatched("2", "b", None),
+            ended("1", "a", TaskStatus::Completed),
+            ended("2", "b", TaskStatus::Interrupted),
+        ]);
+        let again: Vec<&str> = record
+            .interrupted_in_open_round()
+            .iter()
+            .map(|t| t.task_id.as_str())
+            .collect();
+        assert_eq!(again, vec!["2"]);
+        assert_eq!(record.round_failures(1).len(), 1);
+
+        let record = fold(vec![
+            round,
+            dispatched("1", "a", None),
+            dispatched("2", "b", None),
+            ended("1", "a", TaskStatus::Completed),
+            ended("2", "b", TaskStatus::Interrupted),
+            dispatched("3", "b", Some("2")),
+            ended("3", "b", TaskStatus::Completed),
+        ]);
+        assert!(record.interrupted_in_open_round().is_empty());
+        assert_eq!(record.round_failures(1), Vec::<String>::new());
+        assert_eq!(
+            record.member_status("b"),
+            (MemberStatus::Completed, "b completed".to_string())
+        );
+        assert_eq!(record.member_status("lead").0, MemberStatus::Idle);
+    }
+
+    #[test]
+    fn mail_is_delivered_once_in_order() {
+        let record = fold(vec![
+            message("m1", "a"),
+            message("m2", "b"),
+            message("m3", "a"),
+        ]);
+        let waiting: Vec<&str> = record
+            .undelivered("a")
+            .iter()
+            .map(|m| m.msg_id.as_str())
+            .collect();
+        assert_eq!(waiting, vec!["m1", "m3"]);
+        let record = fold(vec![
+            message("m1", "a"),
+            message("m2", "b"),
+            message("m3", "a"),
+            Event::TeamMessagesDelivered(TeamMessagesDelivered {
+                team_run_id: "t".into(),
+                to: "a".into(),
+                msg_ids: vec!["m1".into(), "m3".into()],
+            }),
+            message("m4", "a"),
+        ]);
+        let waiting: Vec<&str> = record
+            .undelivered("a")
+            .iter()
+            .map(|m| m.msg_id.as_str())
+            .collect();
+        assert_eq!(waiting, vec!["m4"]);
+        assert_eq!(record.undelivered("b").len(), 1);
+        assert_eq!(record.messages_in_round(1), 4);
+    }
+}

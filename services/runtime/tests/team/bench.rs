@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use lumina_protocol::team::{TeamRoundStarted, TeamTaskDispatched, TeamTaskEnded};
 use lumina_protocol::{team_board_stream, team_member_stream, Event, TaskStatus, Usage};
+use lumina_runtime::Runtime;
 use lumina_testkit::ScriptedModelServer;
 
 use super::*;
@@ -16,7 +17,13 @@ use super::*;
 async fn bench_team_checkpoints_sqlite() {
     let server = ScriptedModelServer::start(vec![]).unwrap();
     let world = World::new(&server, "anthropic");
-    let runtime = world.runtime();
+    checkpoints("sqlite", || world.runtime(), &world).await;
+}
+
+/// Writes 1,000 checkpoint events through a runtime from `open`, then resumes the session
+/// on a fresh one, and prints both times.
+pub(super) async fn checkpoints(store: &str, open: impl Fn() -> Runtime, world: &World) {
+    let runtime = open();
     let session = new_session(&runtime, &world.project).await;
     let entered = session.team_enter("product-development").await.unwrap();
     assert_eq!(entered.members.len(), 8);
@@ -116,7 +123,7 @@ async fn bench_team_checkpoints_sqlite() {
     drop(runtime);
 
     let started = Instant::now();
-    let resumed = world.runtime();
+    let resumed = open();
     let session = resumed.session(&id).await.unwrap();
     let resume = started.elapsed();
     let tasks = session
@@ -125,7 +132,7 @@ async fn bench_team_checkpoints_sqlite() {
         .await;
     assert_eq!(tasks, task);
     println!(
-        "team checkpoints (sqlite): {written} events in {appends} appends over {} streams: \
+        "team checkpoints ({store}): {written} events in {appends} appends over {} streams: \
          write {:.1} ms ({:.0} µs per append); resume (open, replay, recovery) {:.1} ms",
         workers.len() + 1,
         write.as_secs_f64() * 1e3,

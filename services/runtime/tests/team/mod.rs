@@ -7,6 +7,7 @@
 mod bad_input;
 mod bench;
 mod flow;
+mod postgres;
 mod restart;
 
 use std::path::{Path, PathBuf};
