@@ -89,7 +89,11 @@ async fn dispatch(conn: &Arc<Conn>, frame: ClientFrame) -> Dispatched {
         | Method::GoalResume
         | Method::GoalCancel
         | Method::McpStatus
-        | Method::McpTrust => profile.call(&conn.identity, method, frame.params).await,
+        | Method::McpTrust
+        | Method::TeamList
+        | Method::TeamEnter
+        | Method::TeamExit
+        | Method::TeamCreate => profile.call(&conn.identity, method, frame.params).await,
     };
     Dispatched::Reply(reply)
 }

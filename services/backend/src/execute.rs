@@ -144,6 +144,27 @@ pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, param
             crate::mcp::trust(&session, &p.server)?;
             ok(Ack { ok: true })
         }
+        Method::TeamList => {
+            let p: TeamListParams = parse(params)?;
+            ok(runtime
+                .list_teams(p.session_id.as_deref())
+                .await
+                .map_err(rt)?)
+        }
+        Method::TeamCreate => {
+            let p: TeamCreateParams = parse(params)?;
+            ok(runtime.create_team(&p).map_err(rt)?)
+        }
+        Method::TeamEnter => {
+            let p: TeamEnterParams = parse(params)?;
+            let session = runtime.session(&p.session_id).await.map_err(rt)?;
+            ok(session.team_enter(&p.team).await.map_err(rt)?)
+        }
+        Method::TeamExit => {
+            let p: TeamExitParams = parse(params)?;
+            let session = runtime.session(&p.session_id).await.map_err(rt)?;
+            ok(session.team_exit().await.map_err(rt)?)
+        }
         // Answered by the connection or the instance before a runtime is involved.
         Method::Hello | Method::SessionResume | Method::AdminShutdown | Method::AdminDrain => {
             Err(ErrorObject::new(

@@ -125,6 +125,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
     app_root
         .ensure_dirs()
         .with_context(|| format!("cannot create the AppRoot at {}", app_root.path().display()))?;
+    lumina_runtime::team::install_builtin_teams(app_root);
     let settings = lumina_config::load(app_root, None, &options.env, &Default::default())
         .context("cannot load settings")?;
     let store = SqliteJournal::open(app_root.sessions_dir(), "local")

@@ -63,6 +63,7 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("subagent_max_parallel", Kind::U32),
     ("subagent_max_depth", Kind::U32),
     ("subagent_max_total", Kind::U32),
+    ("team_max_messages_per_round", Kind::U32),
     ("memory_context_tokens", Kind::U32),
     ("memory_compile", Kind::Bool),
     ("memory_compile_model", Kind::Str),

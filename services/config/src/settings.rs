@@ -164,6 +164,9 @@ pub struct Settings {
     pub subagent_max_depth: u32,
     /// Sub-agents one top-level run (with all its descendants) may start. Default: 8.
     pub subagent_max_total: u32,
+    /// Messages (`team_message`) all members of an agent team may send in one round
+    /// together; one more gets an error result. Default: 24.
+    pub team_max_messages_per_round: u32,
     /// Tokens of earlier evidence the Memory Fabric adds to the system prompt of a run's
     /// first step (when a memory store is configured). 0 disables it. Default: 1500.
     pub memory_context_tokens: u32,
@@ -250,6 +253,7 @@ impl Default for Settings {
             subagent_max_parallel: 4,
             subagent_max_depth: 2,
             subagent_max_total: 8,
+            team_max_messages_per_round: 24,
             memory_context_tokens: 1500,
             memory_compile: false,
             memory_compile_model: None,
@@ -312,6 +316,10 @@ impl std::fmt::Debug for Settings {
             .field("subagent_max_parallel", &self.subagent_max_parallel)
             .field("subagent_max_depth", &self.subagent_max_depth)
             .field("subagent_max_total", &self.subagent_max_total)
+            .field(
+                "team_max_messages_per_round",
+                &self.team_max_messages_per_round,
+            )
             .field("memory_context_tokens", &self.memory_context_tokens)
             .field("memory_compile", &self.memory_compile)
             .field("memory_compile_model", &self.memory_compile_model)

@@ -6,6 +6,10 @@ use serde_json::Value;
 
 use crate::goal::{GoalBudgets, GoalState, GoalUsage};
 use crate::state::{ApiType, RunFailureCode};
+use crate::team::{
+    TeamCompleted, TeamContractWritten, TeamEntered, TeamExited, TeamGateChecked, TeamMessageSent,
+    TeamMessagesDelivered, TeamRoundEnded, TeamRoundStarted, TeamTaskDispatched, TeamTaskEnded,
+};
 
 /// One durable event. On the wire it is an object with a `kind` tag and the kind's fields.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -296,6 +300,30 @@ pub enum Event {
         usage: GoalUsage,
     },
 
+    /// Agent teams (`crate::team`, docs/protocol.md "Teams").
+    #[serde(rename = "team.entered")]
+    TeamEntered(TeamEntered),
+    #[serde(rename = "team.exited")]
+    TeamExited(TeamExited),
+    #[serde(rename = "team.contract_written")]
+    TeamContractWritten(TeamContractWritten),
+    #[serde(rename = "team.round_started")]
+    TeamRoundStarted(TeamRoundStarted),
+    #[serde(rename = "team.round_ended")]
+    TeamRoundEnded(TeamRoundEnded),
+    #[serde(rename = "team.task_dispatched")]
+    TeamTaskDispatched(TeamTaskDispatched),
+    #[serde(rename = "team.task_ended")]
+    TeamTaskEnded(TeamTaskEnded),
+    #[serde(rename = "team.message_sent")]
+    TeamMessageSent(TeamMessageSent),
+    #[serde(rename = "team.messages_delivered")]
+    TeamMessagesDelivered(TeamMessagesDelivered),
+    #[serde(rename = "team.gate_checked")]
+    TeamGateChecked(TeamGateChecked),
+    #[serde(rename = "team.completed")]
+    TeamCompleted(TeamCompleted),
+
     /// A kind this build does not know (written by a newer server). Readers skip it.
     #[serde(other)]
     Unknown,
@@ -337,6 +365,17 @@ impl Event {
             Event::GoalStarted { .. } => "goal.started",
             Event::GoalUpdated { .. } => "goal.updated",
             Event::GoalCompleted { .. } => "goal.completed",
+            Event::TeamEntered(_) => "team.entered",
+            Event::TeamExited(_) => "team.exited",
+            Event::TeamContractWritten(_) => "team.contract_written",
+            Event::TeamRoundStarted(_) => "team.round_started",
+            Event::TeamRoundEnded(_) => "team.round_ended",
+            Event::TeamTaskDispatched(_) => "team.task_dispatched",
+            Event::TeamTaskEnded(_) => "team.task_ended",
+            Event::TeamMessageSent(_) => "team.message_sent",
+            Event::TeamMessagesDelivered(_) => "team.messages_delivered",
+            Event::TeamGateChecked(_) => "team.gate_checked",
+            Event::TeamCompleted(_) => "team.completed",
             Event::Unknown => "unknown",
         }
     }
@@ -400,6 +439,17 @@ impl Event {
             Event::SessionCreated { .. }
             | Event::SessionArchived {}
             | Event::TaskUpdated { .. }
+            | Event::TeamEntered(_)
+            | Event::TeamExited(_)
+            | Event::TeamContractWritten(_)
+            | Event::TeamRoundStarted(_)
+            | Event::TeamRoundEnded(_)
+            | Event::TeamTaskDispatched(_)
+            | Event::TeamTaskEnded(_)
+            | Event::TeamMessageSent(_)
+            | Event::TeamMessagesDelivered(_)
+            | Event::TeamGateChecked(_)
+            | Event::TeamCompleted(_)
             | Event::Unknown => None,
         }
     }

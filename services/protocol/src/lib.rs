@@ -9,6 +9,7 @@ pub mod goal;
 pub mod methods;
 pub mod state;
 pub mod table;
+pub mod team;
 
 pub use error::{ErrorCode, ErrorObject};
 pub use event::{Decision, Event, TodoItem, ToolCallInfo, Usage};
@@ -16,6 +17,7 @@ pub use frame::{ClientFrame, DeltaFrame, EventFrame, ServerFrame};
 pub use goal::{GoalBudgets, GoalState, GoalUsage};
 pub use state::{ApiType, RunFailureCode, RunStatus, SessionStatus};
 pub use table::{request, Method, Request, Route, Scope};
+pub use team::{team_board_stream, team_member_stream, MemberStatus, TaskStatus};
 
 /// The protocol version this crate describes.
 pub const PROTOCOL_VERSION: u32 = 3;

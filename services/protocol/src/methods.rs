@@ -7,6 +7,11 @@ use crate::state::{RunStatus, SessionStatus};
 use crate::table::Method;
 use crate::{EventFrame, GoalBudgets, GoalState, GoalUsage, Usage};
 
+pub use crate::team::{
+    TeamCreateParams, TeamCreateResult, TeamEnterParams, TeamEnterResult, TeamExitParams,
+    TeamExitResult, TeamInfo, TeamListParams, TeamListResult,
+};
+
 // The wire names, for callers that match on strings; the table in `crate::table` is the
 // one declaration.
 pub const HELLO: &str = Method::Hello.name();
@@ -25,6 +30,10 @@ pub const GOAL_RESUME: &str = Method::GoalResume.name();
 pub const GOAL_CANCEL: &str = Method::GoalCancel.name();
 pub const MCP_STATUS: &str = Method::McpStatus.name();
 pub const MCP_TRUST: &str = Method::McpTrust.name();
+pub const TEAM_LIST: &str = Method::TeamList.name();
+pub const TEAM_ENTER: &str = Method::TeamEnter.name();
+pub const TEAM_EXIT: &str = Method::TeamExit.name();
+pub const TEAM_CREATE: &str = Method::TeamCreate.name();
 pub const ADMIN_DRAIN: &str = Method::AdminDrain.name();
 pub const ADMIN_SHUTDOWN: &str = Method::AdminShutdown.name();
 

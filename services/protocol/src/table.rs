@@ -133,6 +133,18 @@ macro_rules! for_each_method {
                 "the session's MCP servers as its owner runs them";
             McpTrust mcp_trust "mcp.trust" ($crate::methods::McpTrustParams)
                 -> $crate::methods::Ack, Write, Owner, "trusts a project MCP server";
+            TeamList team_list "team.list" ($crate::methods::TeamListParams)
+                -> $crate::methods::TeamListResult, Read, Any,
+                "the agent teams (with a session: its project's too)";
+            TeamEnter team_enter "team.enter" ($crate::methods::TeamEnterParams)
+                -> $crate::methods::TeamEnterResult, Write, Owner,
+                "the session works as an agent team";
+            TeamExit team_exit "team.exit" ($crate::methods::TeamExitParams)
+                -> $crate::methods::TeamExitResult, Write, Owner,
+                "the session leaves its agent team";
+            TeamCreate team_create "team.create" ($crate::methods::TeamCreateParams)
+                -> $crate::methods::TeamCreateResult, Write, Any,
+                "creates a user team from the template";
             AdminShutdown admin_shutdown "admin.shutdown" ($crate::methods::Empty)
                 -> $crate::methods::Ack, Admin, Instance, "stops the instance";
             AdminDrain admin_drain "admin.drain" ($crate::methods::Empty)

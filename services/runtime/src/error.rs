@@ -32,6 +32,12 @@ pub enum Error {
     GoalNotFound(String),
     #[error("{0}")]
     GoalConflict(String),
+    /// No agent team of that name.
+    #[error("{0}")]
+    TeamNotFound(String),
+    /// The session's team state does not allow it (another team entered, a name taken).
+    #[error("{0}")]
+    TeamConflict(String),
     #[error("the message was blocked by a hook: {0}")]
     BlockedByHook(String),
     #[error("journal: {0}")]
@@ -56,11 +62,15 @@ impl Error {
             Error::SessionNotFound(_)
             | Error::RunNotFound(_)
             | Error::PermissionNotPending(_)
-            | Error::GoalNotFound(_) => ErrorCode::NotFound,
+            | Error::GoalNotFound(_)
+            | Error::TeamNotFound(_) => ErrorCode::NotFound,
             Error::InvalidParams(_) | Error::BadProjectRoot(_) | Error::Settings(_) => {
                 ErrorCode::InvalidParams
             }
-            Error::Archived(_) | Error::Busy(_) | Error::GoalConflict(_) => ErrorCode::Conflict,
+            Error::Archived(_)
+            | Error::Busy(_)
+            | Error::GoalConflict(_)
+            | Error::TeamConflict(_) => ErrorCode::Conflict,
             Error::Fenced | Error::OwnedElsewhere { .. } => ErrorCode::Fenced,
             Error::BlockedByHook(_) => ErrorCode::Forbidden,
             Error::Unavailable(_) => ErrorCode::Unavailable,

@@ -1,5 +1,5 @@
 //! The agent runtime: sessions over a durable journal, the agent loop, context compilation
-//! and compaction, permissions, sub-agents (`agent` tool), goal mode, and crash recovery. Transport-free: the backend's WebSocket
+//! and compaction, permissions, sub-agents (`agent` tool), goal mode, agent teams, and crash recovery. Transport-free: the backend's WebSocket
 //! server, the CLI and tests all drive it through [`Runtime`] and [`Session`].
 
 pub mod context;
@@ -16,6 +16,7 @@ mod run;
 pub mod session;
 pub mod settings;
 mod subagent;
+pub mod team;
 mod tool_call;
 pub mod trust;
 
@@ -257,6 +258,32 @@ impl Runtime {
         Ok(())
     }
 
+    /// `team.list`: the user's and built-in teams, and the project's of `session_id`.
+    pub async fn list_teams(
+        &self,
+        session_id: Option<&str>,
+    ) -> Result<lumina_protocol::methods::TeamListResult> {
+        let project = match session_id {
+            Some(id) => Some(
+                self.store
+                    .session(&self.options.tenant, id)
+                    .await?
+                    .map(|r| PathBuf::from(r.project_root))
+                    .ok_or_else(|| Error::SessionNotFound(id.to_string()))?,
+            ),
+            None => None,
+        };
+        Ok(team::list_teams(&self.options.app_root, project.as_deref()))
+    }
+
+    /// `team.create`: a new user team from the `/NewTeam` template.
+    pub fn create_team(
+        &self,
+        params: &lumina_protocol::methods::TeamCreateParams,
+    ) -> Result<lumina_protocol::methods::TeamCreateResult> {
+        team::create_team(&self.options.app_root, &params.name, &params.display_name)
+    }
+
     /// Sessions of this tenant, newest first.
     pub async fn list_sessions(&self, include_archived: bool) -> Result<Vec<SessionInfo>> {
         let records = self
@@ -304,7 +331,9 @@ impl Runtime {
             self.shared.clone(),
         ));
         if !record.archived {
-            // Follow-ups queued before a crash or a hand-over start now, in order.
+            // A team round open before a crash resumes first; then follow-ups queued before
+            // a crash or a hand-over start, in order.
+            session.resume_team().await;
             session.resume_queued().await;
         }
         sessions.insert(session_id.to_string(), session.clone());

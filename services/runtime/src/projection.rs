@@ -73,6 +73,8 @@ pub struct Projection {
     pub open_agents: BTreeMap<String, u32>,
     /// Every goal of the session, in start order.
     pub goals: Vec<crate::goal::GoalRecord>,
+    /// Every team run of the session, in entry order (`crate::team::state`).
+    pub teams: Vec<crate::team::TeamRecord>,
     /// request_id → (tool, args_hash), to bind `allow_session` decisions.
     requested: HashMap<String, (String, String)>,
 }
@@ -246,6 +248,17 @@ impl Projection {
             Event::GoalStarted { .. } | Event::GoalUpdated { .. } | Event::GoalCompleted { .. } => {
                 crate::goal::apply(&mut self.goals, &frame.event)
             }
+            Event::TeamEntered(_)
+            | Event::TeamExited(_)
+            | Event::TeamContractWritten(_)
+            | Event::TeamRoundStarted(_)
+            | Event::TeamRoundEnded(_)
+            | Event::TeamTaskDispatched(_)
+            | Event::TeamTaskEnded(_)
+            | Event::TeamMessageSent(_)
+            | Event::TeamMessagesDelivered(_)
+            | Event::TeamGateChecked(_)
+            | Event::TeamCompleted(_) => crate::team::state::apply(&mut self.teams, &frame.event),
             Event::MessageAssistant { .. }
             | Event::ModelResponded { .. }
             | Event::HookCompleted { .. }

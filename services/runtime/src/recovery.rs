@@ -1,7 +1,8 @@
 //! Crash recovery: when a session is opened, every run, step, tool call and permission request
 //! that began and never ended gets an explicit closing event, innermost first; sub-agents
 //! first (on their own streams, then `agent.interrupted` on the main stream, deepest
-//! first), then the top-level runs; a goal that was running becomes `paused` (resumable).
+//! first), then the team tasks that were running (`team.task_ended{status: interrupted}`),
+//! then the top-level runs; a goal that was running becomes `paused` (resumable).
 
 use lumina_protocol::{Decision, Event, GoalState, MAIN_STREAM};
 
@@ -34,7 +35,15 @@ pub async fn close_open_work(journal: &SessionJournal) -> Result<usize> {
             (p.open_runs.clone(), agents, goals)
         })
         .await;
-    if open.is_empty() && agents.is_empty() && goals.is_empty() {
+    let running_tasks = journal
+        .with_projection(|p| {
+            p.teams
+                .iter()
+                .filter(|t| t.active)
+                .any(|t| !t.running_tasks().is_empty())
+        })
+        .await;
+    if open.is_empty() && agents.is_empty() && goals.is_empty() && !running_tasks {
         return Ok(0);
     }
     // Children first, each on its own stream (one atomic batch per stream).
@@ -43,6 +52,8 @@ pub async fn close_open_work(journal: &SessionJournal) -> Result<usize> {
             .append_to(&run.stream, close_run(run_id, run))
             .await?;
     }
+    // Then the team tasks whose member runs were just closed (the board streams).
+    crate::team::control::close_running_tasks(journal).await?;
     let mut events = Vec::new();
     agents.sort_by_key(|a| std::cmp::Reverse(a.1));
     for (child_id, _) in agents {

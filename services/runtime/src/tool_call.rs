@@ -32,6 +32,8 @@ pub(crate) enum Precheck {
     Agent(std::result::Result<Slot, LimitReached>),
     /// The call must not run (e.g. the goal's tool-call budget is spent).
     Refused(String),
+    /// A `team_dispatch` that passed the team's checks, with its round.
+    Dispatch(crate::team::tools::DispatchPlan),
 }
 
 /// A tool a run can call.
@@ -41,12 +43,22 @@ enum Callable {
     GoalComplete,
     /// `memory_search` or `memory_remember`.
     Memory(ToolDescriptor),
+    /// A team tool (`crate::team::tools`).
+    Team(ToolDescriptor),
 }
 
 impl Callable {
     fn resolve(ctx: &RunContext, name: &str) -> Option<Self> {
         if name == GOAL_COMPLETE_TOOL && ctx.goal_turns().is_some() {
             return Some(Callable::GoalComplete);
+        }
+        if let Some(team) = &ctx.team {
+            if let Some(d) = crate::team::tools::descriptors(team)
+                .into_iter()
+                .find(|d| d.name == name)
+            {
+                return Some(Callable::Team(d));
+            }
         }
         if !ctx.agent.allows(name) {
             return None;
@@ -71,7 +83,7 @@ impl Callable {
             Callable::Tool(tool) => tool.descriptor(),
             Callable::Agent => subagent::descriptor(),
             Callable::GoalComplete => goal_complete_descriptor(),
-            Callable::Memory(descriptor) => descriptor.clone(),
+            Callable::Memory(descriptor) | Callable::Team(descriptor) => descriptor.clone(),
         }
     }
 }
@@ -128,11 +140,12 @@ pub(crate) async fn run_tool(
     };
     // The arguments of a call that actually ran, for `post_tool_use`.
     let mut ran: Option<&Value> = None;
-    let (slot, refused) = match precheck {
-        Precheck::None => (None, None),
-        Precheck::Agent(Ok(slot)) => (Some(slot), None),
-        Precheck::Agent(Err(limit)) => (None, Some(limit.to_string())),
-        Precheck::Refused(reason) => (None, Some(reason)),
+    let (slot, refused, plan) = match precheck {
+        Precheck::None => (None, None, None),
+        Precheck::Agent(Ok(slot)) => (Some(slot), None, None),
+        Precheck::Agent(Err(limit)) => (None, Some(limit.to_string()), None),
+        Precheck::Refused(reason) => (None, Some(reason), None),
+        Precheck::Dispatch(plan) => (None, None, Some(plan)),
     };
     let output = match (&call.arguments, Callable::resolve(ctx, &call.name)) {
         _ if refused.is_some() => ToolOutput::error(refused.unwrap_or_default()),
@@ -189,6 +202,17 @@ pub(crate) async fn run_tool(
                         }
                         Callable::Memory(descriptor) => {
                             memory::call(ctx, &descriptor.name, args).await
+                        }
+                        Callable::Team(descriptor) => {
+                            crate::team::tools::call(
+                                ctx,
+                                settings,
+                                &call.id,
+                                &descriptor.name,
+                                args,
+                                plan,
+                            )
+                            .await?
                         }
                     }
                 }

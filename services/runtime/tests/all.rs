@@ -1,5 +1,7 @@
 //! Integration tests of lumina-runtime driven through `Runtime` and `Session` directly (the
-//! backend's tests drive it over WebSocket): the Memory Fabric's background compile.
+//! backend's tests drive it over WebSocket): the Memory Fabric's background compile, agent
+//! teams.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod memory;
+mod team;

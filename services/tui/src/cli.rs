@@ -46,6 +46,11 @@ pub struct Cli {
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,
 
+    /// Run the prompt as the agent team NAME (`-p` only; see `team.list`). The json output
+    /// adds the team's members, gates and rounds.
+    #[arg(long, value_name = "NAME", requires = "prompt")]
+    pub team: Option<String>,
+
     /// API key of the model provider (setting `api_key`).
     #[arg(long, value_name = "KEY")]
     pub api_key: Option<String>,

@@ -10,7 +10,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::{anyhow, Context};
-use lumina_client::protocol::methods::{SessionCreateParams, SessionInfo, SessionSubmitParams};
+use lumina_client::protocol::methods::{
+    SessionCreateParams, SessionInfo, SessionSubmitParams, TeamEnterParams,
+};
 use lumina_client::protocol::{ErrorCode, ErrorObject, EventFrame, ServerFrame};
 use lumina_client::{
     catch_up, Client, ClientError, Notification, Notifications, Offer, SessionView,
@@ -18,6 +20,7 @@ use lumina_client::{
 use serde_json::Value;
 
 use crate::cli::OutputFormat;
+use crate::team_report::TeamTracker;
 use crate::tracker::{Effect, Outcome, RunTracker};
 
 /// Exit code after Ctrl-C, as shells report SIGINT.
@@ -37,6 +40,8 @@ pub struct PromptRequest<'a> {
     /// The `settings` member of `session.submit`.
     pub settings: Value,
     pub format: OutputFormat,
+    /// `--team NAME`: the session enters the team before the prompt is submitted.
+    pub team: Option<&'a str>,
 }
 
 /// Runs the prompt to its end; returns the process exit code.
@@ -53,6 +58,25 @@ pub async fn run_prompt(
         .await
         .map_err(|e| anyhow!("cannot subscribe to session {session_id}: {e}"))?;
 
+    let mut team = match request.team {
+        None => None,
+        Some(name) => {
+            let entered = client
+                .calls()
+                .team_enter(&TeamEnterParams {
+                    session_id: session_id.clone(),
+                    team: name.to_string(),
+                })
+                .await
+                .map_err(|e| anyhow!("cannot enter the team `{name}`: {e}"))?;
+            let members = entered
+                .members
+                .into_iter()
+                .filter(|m| *m != entered.entry_agent)
+                .collect();
+            Some(TeamTracker::new(entered.team_run_id, entered.team, members))
+        }
+    };
     let idempotency_key = uuid::Uuid::new_v4().to_string();
     let mut tracker = RunTracker::new(idempotency_key.clone());
     let mut output = Output::new(request.format);
@@ -93,6 +117,9 @@ pub async fn run_prompt(
                             .map_err(|e| anyhow!("cannot fetch missed events of session {session_id}: {e}"))?,
                     };
                     for frame in ready {
+                        if let Some(team) = &mut team {
+                            team.event(&frame);
+                        }
                         let effects = tracker.event(&frame);
                         output.frame(&ServerFrame::Event(frame));
                         output.apply(effects);
@@ -128,12 +155,12 @@ pub async fn run_prompt(
                 if let Err(error) = interrupt {
                     output.apply(vec![Effect::Notice(format!("could not interrupt the run: {error}"))]);
                 }
-                output.finish(&tracker, &session_id);
+                output.finish(&tracker, &session_id, team.as_ref());
                 return Ok(ExitCode::from(EXIT_INTERRUPTED));
             }
         }
     }
-    output.finish(&tracker, &session_id);
+    output.finish(&tracker, &session_id, team.as_ref());
     Ok(match tracker.outcome() {
         Some(Outcome::Completed { .. }) => ExitCode::SUCCESS,
         _ => ExitCode::FAILURE,
@@ -242,7 +269,7 @@ impl Output {
         self.mid_line = false;
     }
 
-    fn finish(&mut self, tracker: &RunTracker, session_id: &str) {
+    fn finish(&mut self, tracker: &RunTracker, session_id: &str, team: Option<&TeamTracker>) {
         let kind = match self.format {
             OutputFormat::Text => {
                 if self.mid_line {
@@ -253,7 +280,9 @@ impl Output {
             OutputFormat::Json => None,
             OutputFormat::StreamJson => Some("result"),
         };
-        if let Ok(line) = serde_json::to_string(&tracker.report(session_id, kind)) {
+        let mut report = tracker.report(session_id, kind);
+        report.team = team.map(TeamTracker::report);
+        if let Ok(line) = serde_json::to_string(&report) {
             let mut stdout = std::io::stdout().lock();
             let _ = writeln!(stdout, "{line}");
             let _ = stdout.flush();

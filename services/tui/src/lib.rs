@@ -11,6 +11,7 @@ pub mod backend;
 pub mod cli;
 pub mod headless;
 pub mod list;
+pub mod team_report;
 pub mod tracker;
 pub mod ui;
 
@@ -194,6 +195,7 @@ async fn prompt_command(cli: &Cli, prompt: &str) -> Result<ExitCode, Failure> {
         project_root: &project_root,
         settings: cli::submit_settings(&env_layer, &cli_layer),
         format: cli.output_format,
+        team: cli.team.as_deref(),
     };
     let mut connected = backend::connect(&env, &app_root)
         .await

@@ -64,6 +64,9 @@ pub struct FinalReport {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<ErrorInfo>,
     pub permission_denials: Vec<Denial>,
+    /// `--team`: the team's members, gates and rounds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub team: Option<crate::team_report::TeamReport>,
 }
 
 struct Requested {
@@ -374,6 +377,7 @@ impl RunTracker {
             usage,
             error,
             permission_denials: self.denials.clone(),
+            team: None,
         }
     }
 }

@@ -95,6 +95,7 @@ pub fn session_key(tenant: &str, session_id: &str) -> String {
 
 impl Node {
     pub fn new(parts: NodeParts, relay: Relay) -> Arc<Node> {
+        lumina_runtime::team::install_builtin_teams(&parts.app_root);
         Arc::new_cyclic(|this| Node {
             config: parts.config,
             app_root: parts.app_root,

@@ -20,3 +20,4 @@ mod memory;
 mod permissions;
 mod subagents;
 mod support;
+mod team;

@@ -11,6 +11,7 @@ use lumina_model::ToolCall;
 use super::RunContext;
 use crate::settings::RunSettings;
 use crate::subagent::{self, AGENT_TOOL};
+use crate::team::DISPATCH_TOOL;
 use crate::tool_call::{run_tool, CallOutcome, Precheck};
 use crate::Result;
 
@@ -26,6 +27,23 @@ pub(crate) async fn run_calls(
     while i < calls.len() {
         if ctx.cancel.is_cancelled() {
             return Ok(CallOutcome::Interrupted);
+        }
+        let is_dispatch = |c: &ToolCall| {
+            c.name == DISPATCH_TOOL && ctx.team.as_ref().is_some_and(|t| t.is_leader())
+        };
+        // A team round: the consecutive `team_dispatch` calls run together.
+        if is_dispatch(&calls[i]) {
+            let end = calls[i..]
+                .iter()
+                .position(|c| !is_dispatch(c))
+                .map_or(calls.len(), |n| i + n);
+            let outcome =
+                crate::team::tools::dispatch_group(ctx, settings, step, &calls[i..end]).await?;
+            i = end;
+            if outcome == CallOutcome::Interrupted {
+                return Ok(CallOutcome::Interrupted);
+            }
+            continue;
         }
         let is_agent = |c: &ToolCall| c.name == AGENT_TOOL && ctx.agent.allows(AGENT_TOOL);
         let group_end = if is_agent(&calls[i]) {

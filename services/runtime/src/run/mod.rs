@@ -56,6 +56,9 @@ pub(crate) struct RunContext {
     /// The goal this run works on: its turns in a top-level run, approval states in a
     /// sub-agent of one.
     pub goal: Option<Arc<GoalRun>>,
+    /// The run's place in an agent team: the leader (a top-level run of a session that
+    /// entered a team, attached in [`execute`]) or a member task (`crate::team`).
+    pub team: Option<Arc<crate::team::TeamScope>>,
 }
 
 impl RunContext {
@@ -78,6 +81,7 @@ impl RunContext {
             stream: MAIN_STREAM.to_string(),
             agent: AgentScope::root(),
             goal: None,
+            team: None,
         }
     }
 
@@ -120,16 +124,41 @@ impl RunContext {
 /// returns for the caller to execute. A lost fence stops the run at once (there is nothing
 /// more it may write); a store that cannot be reached delays its end until it can be
 /// journaled (`journal_end`).
-pub(crate) async fn execute(ctx: RunContext) -> Option<RunContext> {
+pub(crate) async fn execute(mut ctx: RunContext) -> Option<RunContext> {
     let mut steps = 0;
     let mut last_text = String::new();
+    // A session in a team: this run is the leader's.
+    let mut team_problem = None;
+    if ctx.is_main() && ctx.team.is_none() {
+        match crate::team::attach(&ctx).await {
+            Ok(Some(team)) => {
+                // The leader uses the tools its agent.yaml allows, like every member.
+                ctx.agent.tools = Some(crate::team::member::member_tools(&ctx, team.me(), &team));
+                ctx.team = Some(team);
+            }
+            Ok(None) => {}
+            Err(problem) => team_problem = Some(problem.to_string()),
+        }
+    }
     if ctx.is_main() {
         if let Err(Error::Fenced) = crate::trust::project_hooks(&ctx).await {
             return fenced(&ctx).await;
         }
     }
     let _watchdog = wall_watchdog(&ctx);
-    let mut first = Some(prompt_hooks(&ctx).await);
+    let mut first = Some(match team_problem {
+        Some(message) => Ok(Some(Outcome::Failed {
+            code: RunFailureCode::Settings,
+            message,
+        })),
+        None => prompt_hooks(&ctx).await,
+    });
+    // A team round the backend stopped in resumes before the leader's model is asked.
+    if let Some(Ok(None)) = first {
+        if let Err(err) = crate::team::control::resume_round(&ctx).await {
+            first = Some(Err(err));
+        }
+    }
     loop {
         let result = match first.take() {
             Some(Ok(Some(blocked))) => Ok(blocked),

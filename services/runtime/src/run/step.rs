@@ -57,7 +57,13 @@ pub(crate) async fn run_loop(
     steps: &mut u32,
     last_text: &mut String,
 ) -> Result<Outcome> {
-    while *steps < MAX_STEPS {
+    // A team member has its own turn limit (`max_turns_per_task`).
+    let max_steps = ctx
+        .team
+        .as_ref()
+        .and_then(|t| t.max_steps())
+        .unwrap_or(MAX_STEPS);
+    while *steps < max_steps {
         *steps += 1;
         let step = *steps;
         if ctx.cancel.is_cancelled() {
@@ -195,6 +201,10 @@ pub(crate) async fn run_loop(
             return Ok(Outcome::Interrupted(ctx.interrupt_reason()));
         }
         close_step(ctx, step, stop_reason).await?;
+        // The leader finished the team's task (`team_complete`): the run ends with it.
+        if let Some(summary) = ctx.team.as_ref().and_then(|t| t.completed()) {
+            return Ok(Outcome::Completed(summary));
+        }
         // A goal turn: the goal's verdict, or on to the next turn.
         if let Some(goal) = ctx.goal_turns() {
             if let Some(done) = goal.completion() {
@@ -205,9 +215,14 @@ pub(crate) async fn run_loop(
             }
         }
     }
+    let message = if ctx.team.as_ref().is_some_and(|t| !t.is_leader()) {
+        format!("the member reached max_turns_per_task = {max_steps} turns on this task")
+    } else {
+        format!("the run reached the limit of {max_steps} steps")
+    };
     Ok(Outcome::Failed {
         code: RunFailureCode::StepLimit,
-        message: format!("the run reached the limit of {MAX_STEPS} steps"),
+        message,
     })
 }
 
@@ -254,12 +269,12 @@ async fn compile(
         .collect();
     let tools_len = serde_json::to_string(&tools).map(|s| s.len()).unwrap_or(0);
     let guidance = ctx.session.guidance();
-    let mut system = context::system_prompt(
-        &ctx.session.project_root().display().to_string(),
-        &guidance.instructions,
-        &guidance.skills,
-    );
-    if ctx.agent.depth > 0 {
+    let root = ctx.session.project_root().display().to_string();
+    let mut system = match &ctx.team {
+        Some(team) => crate::team::system_prompt(team, &root, &guidance),
+        None => context::system_prompt(&root, &guidance.instructions, &guidance.skills),
+    };
+    if ctx.agent.depth > 0 && ctx.team.is_none() {
         system.push_str(&subagent::system_section(
             &ctx.agent,
             settings.settings.subagent_max_depth,
@@ -301,6 +316,9 @@ async fn compile(
     let mut messages = history.messages;
     if let Some(goal) = ctx.goal_turns() {
         context::push_user_text(&mut messages, goal.briefing());
+    }
+    if let Some(briefing) = crate::team::leader_briefing(ctx).await {
+        context::push_user_text(&mut messages, briefing);
     }
     let through_seq = events.last().map_or(0, |f| f.seq);
     Ok((

@@ -84,6 +84,7 @@ async fn child(
         },
         // Its permission waits still show on the goal; its turns are not the goal's.
         goal: parent.goal.clone(),
+        team: None,
     };
     let journal = parent.session.journal();
     journal

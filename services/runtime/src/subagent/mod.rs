@@ -169,6 +169,9 @@ pub(crate) fn offered_tools(ctx: &RunContext, settings: &RunSettings) -> Vec<Too
     if ctx.goal_turns().is_some() {
         tools.push(goal_complete_descriptor());
     }
+    if let Some(team) = &ctx.team {
+        tools.extend(crate::team::tools::descriptors(team));
+    }
     if ctx.session.memory().is_some() {
         tools.extend(
             crate::memory::descriptors()

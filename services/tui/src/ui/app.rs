@@ -98,6 +98,21 @@ pub enum Command {
         reason: Option<String>,
     },
     ListSessions,
+    /// `team.list` (`/Team`).
+    TeamList,
+    /// `team.enter` (`/Team NAME [TASK]`), creating the session first when none is open;
+    /// then the task, if any, is submitted.
+    TeamEnter {
+        team: String,
+        task: Option<TeamTask>,
+    },
+    /// `team.exit` (`/TeamOut`).
+    TeamExit,
+    /// `team.create` (`/NewTeam NAME [DISPLAY NAME]`).
+    TeamCreate {
+        name: String,
+        display_name: String,
+    },
     /// `mcp.status` of the open session.
     McpStatus,
     /// `mcp.trust` of a project server of the open session.
@@ -109,6 +124,14 @@ pub enum Command {
     Quit {
         interrupt: Option<String>,
     },
+}
+
+/// A prompt `/Team NAME TASK` submits once the session is in the team.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TeamTask {
+    pub request_id: String,
+    pub prompt: String,
+    pub settings: Value,
 }
 
 /// Fixed facts from the command line.
@@ -257,6 +280,9 @@ pub struct App {
     /// Requests answered here (so a resume listing them again does not reopen the dialog).
     pub(crate) answered: HashSet<String>,
     pub(crate) selected_tool: Option<usize>,
+    /// The team's `transcript` choices while the session is in one: (member dialogue, tool
+    /// details).
+    pub(crate) team_transcript: Option<(bool, bool)>,
 }
 
 impl App {
@@ -280,6 +306,7 @@ impl App {
             model_override: None,
             permission_mode: None,
             tokens: 0,
+            team_transcript: None,
             context: None,
             running_tools: Vec::new(),
             thinking: false,

@@ -65,11 +65,11 @@ pub const COMMANDS: &[Spec] = &[
     Spec {
         name: "TeamOut",
         args: "",
-        help: "show the team's output",
+        help: "leave the agent team",
     },
     Spec {
         name: "NewTeam",
-        args: "NAME",
+        args: "NAME [TITLE]",
         help: "create a team definition",
     },
     Spec {
@@ -92,8 +92,12 @@ pub enum Slash {
     Skills,
     /// `/mcp` lists servers; `/mcp trust NAME` trusts a project server.
     Mcp(Option<String>),
-    /// `/Team`, `/TeamOut`, `/NewTeam` (no backend support yet).
-    Team(&'static str),
+    /// `/Team` lists the teams; `/Team NAME [TASK]` enters one (and runs TASK).
+    Team(Option<String>),
+    /// `/TeamOut` leaves the team.
+    TeamOut,
+    /// `/NewTeam NAME [DISPLAY NAME]` creates a user team.
+    NewTeam(Option<String>),
     Exit,
     /// Anything else: sent to the backend as the prompt (a skill invocation).
     Prompt(String),
@@ -117,9 +121,9 @@ pub fn parse(text: &str) -> Option<Slash> {
         "permissions" => Slash::Permissions(arg),
         "skills" => Slash::Skills,
         "mcp" => Slash::Mcp(arg),
-        "Team" | "team" => Slash::Team("Team"),
-        "TeamOut" | "teamout" => Slash::Team("TeamOut"),
-        "NewTeam" | "newteam" => Slash::Team("NewTeam"),
+        "Team" | "team" => Slash::Team(arg),
+        "TeamOut" | "teamout" => Slash::TeamOut,
+        "NewTeam" | "newteam" => Slash::NewTeam(arg),
         "exit" | "quit" => Slash::Exit,
         _ => Slash::Prompt(text.trim().to_string()),
     };
@@ -154,7 +158,11 @@ mod tests {
             parse("/permissions bypass"),
             Some(Slash::Permissions(Some("bypass".into())))
         );
-        assert_eq!(parse("/Team build it"), Some(Slash::Team("Team")));
+        assert_eq!(
+            parse("/Team crew build it"),
+            Some(Slash::Team(Some("crew build it".into())))
+        );
+        assert_eq!(parse("/TeamOut"), Some(Slash::TeamOut));
         assert_eq!(
             parse("/review src/lib.rs"),
             Some(Slash::Prompt("/review src/lib.rs".into()))

@@ -322,7 +322,7 @@ fn completion_popups_for_commands_and_files() {
 #[test]
 fn commands_without_a_backend_say_so() {
     let mut app = app();
-    for command in ["/compact", "/Team build", "/skills"] {
+    for command in ["/compact", "/skills"] {
         typed(&mut app, command);
         key(&mut app, KeyCode::Esc);
         assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
@@ -335,7 +335,7 @@ fn commands_without_a_backend_say_so() {
             _ => None,
         })
         .collect();
-    assert_eq!(notices.len(), 3);
+    assert_eq!(notices.len(), 2);
     assert!(
         notices.iter().all(|n| n.contains("not available yet")),
         "{notices:?}"
@@ -461,4 +461,113 @@ fn mcp_lists_servers_and_trusts_a_project_server() {
     );
     assert_eq!(notices[n - 1].0, Level::Warning);
     assert!(notices[n - 1].1.contains("trust it with /mcp trust local"));
+}
+
+#[test]
+fn team_commands_go_to_the_backend() {
+    let mut app = app();
+    typed(&mut app, "/Team");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![Command::TeamList]);
+    typed(&mut app, "/Team crew");
+    assert_eq!(
+        key(&mut app, KeyCode::Enter),
+        vec![Command::TeamEnter {
+            team: "crew".into(),
+            task: None
+        }]
+    );
+    typed(&mut app, "/Team crew build the page");
+    let commands = key(&mut app, KeyCode::Enter);
+    let [Command::TeamEnter {
+        team,
+        task: Some(task),
+    }] = &commands[..]
+    else {
+        panic!("{commands:?}");
+    };
+    assert_eq!(
+        (team.as_str(), task.prompt.as_str()),
+        ("crew", "build the page")
+    );
+    assert_eq!(task.settings, json!({"api_model": "m1"}));
+    typed(&mut app, "/TeamOut");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![Command::TeamExit]);
+    typed(&mut app, "/NewTeam my-crew My crew");
+    assert_eq!(
+        key(&mut app, KeyCode::Enter),
+        vec![Command::TeamCreate {
+            name: "my-crew".into(),
+            display_name: "My crew".into()
+        }]
+    );
+}
+
+#[test]
+fn a_team_shows_as_a_group_chat_honouring_its_transcript_choices() {
+    use lumina_client::protocol::team::{TeamEntered, TeamMessageSent};
+    let transcript_of = |dialogue: bool| {
+        let mut app = app();
+        app.update(Msg::Conn(ConnEvent::Opened {
+            session: session("s1"),
+            pending_permissions: vec![],
+        }));
+        let entered = Event::TeamEntered(TeamEntered {
+            team_run_id: "t".into(),
+            team: "crew".into(),
+            display_name: "Crew".into(),
+            entry_agent: "lead".into(),
+            members: vec!["lead".into(), "qa".into()],
+            show_member_dialogue: dialogue,
+            show_tool_details: false,
+        });
+        let side = |seq: u64, stream: &str, event: Event| EventFrame {
+            session_id: "s1".into(),
+            seq,
+            stream: stream.into(),
+            stream_seq: seq,
+            ts_ms: 500,
+            event,
+        };
+        let message = Event::TeamMessageSent(TeamMessageSent {
+            team_run_id: "t".into(),
+            msg_id: "m".into(),
+            round: 1,
+            from: "qa".into(),
+            to: "lead".into(),
+            text: "criterion 2 fails".into(),
+            task_id: "x".into(),
+        });
+        let tool = Event::ToolStarted {
+            run_id: "x".into(),
+            step: 1,
+            call_id: "c".into(),
+            tool: "read_file".into(),
+            arguments: json!({"path": "a.txt"}),
+        };
+        app.update(Msg::Conn(ConnEvent::Events(vec![
+            side(1, "main", entered),
+            side(2, "team/t", message),
+            side(3, "team/t/qa", tool),
+        ])));
+        app.transcript
+            .kinds()
+            .filter_map(|k| match k {
+                EntryKind::Dim(text) => Some(text.clone()),
+                _ => None,
+            })
+            .collect::<Vec<String>>()
+    };
+    assert_eq!(
+        transcript_of(true),
+        vec![
+            "team Crew (crew): lead, qa".to_string(),
+            "[team/t] qa → lead: criterion 2 fails".to_string(),
+        ]
+    );
+    assert_eq!(
+        transcript_of(false),
+        vec!["team Crew (crew): lead, qa".to_string()]
+    );
 }

@@ -131,6 +131,7 @@ impl App {
         self.run = None;
         self.submitting = None;
         self.tokens = 0;
+        self.team_transcript = None;
         self.context = None;
         self.running_tools.clear();
         self.permissions.clear();
@@ -189,6 +190,13 @@ impl App {
         if frame.stream != MAIN_STREAM {
             self.apply_side_stream(frame);
             return;
+        }
+        match &frame.event {
+            Event::TeamEntered(e) => {
+                self.team_transcript = Some((e.show_member_dialogue, e.show_tool_details))
+            }
+            Event::TeamExited(_) => self.team_transcript = None,
+            _ => {}
         }
         match &frame.event {
             Event::SessionCreated { title, .. } => {
@@ -397,6 +405,21 @@ impl App {
                 self.transcript
                     .push(EntryKind::Dim(recalled_line(source_ids)));
             }
+            Event::TeamEntered(_)
+            | Event::TeamExited(_)
+            | Event::TeamCompleted(_)
+            | Event::TeamContractWritten(_)
+            | Event::TeamRoundStarted(_)
+            | Event::TeamRoundEnded(_)
+            | Event::TeamTaskDispatched(_)
+            | Event::TeamTaskEnded(_)
+            | Event::TeamMessageSent(_)
+            | Event::TeamMessagesDelivered(_)
+            | Event::TeamGateChecked(_) => {
+                if let Some(line) = team_line(&frame.event) {
+                    self.transcript.push(EntryKind::Dim(line));
+                }
+            }
             Event::Unknown => {
                 self.transcript.push(EntryKind::Dim(format!(
                     "event #{} of a kind this version does not know",
@@ -464,6 +487,18 @@ impl App {
     /// counts, everything else is one dim line.
     fn apply_side_stream(&mut self, frame: &EventFrame) {
         let stream = &frame.stream;
+        // A team's `transcript` choices: member dialogue, and tool starts with arguments.
+        if let (true, Some((dialogue, tools))) = (stream.starts_with("team/"), self.team_transcript)
+        {
+            let hidden = match &frame.event {
+                Event::TeamMessageSent(_) => !dialogue,
+                Event::ToolStarted { .. } => !tools,
+                _ => false,
+            };
+            if hidden {
+                return;
+            }
+        }
         let text = match &frame.event {
             Event::PermissionRequested { .. } => {
                 self.apply_permission_request(&frame.event);
@@ -495,6 +530,17 @@ impl App {
             }
             Event::RunFailed { message, .. } => format!("failed: {message}"),
             Event::Warning { message, .. } => format!("warning: {message}"),
+            event @ (Event::TeamContractWritten(_)
+            | Event::TeamRoundStarted(_)
+            | Event::TeamRoundEnded(_)
+            | Event::TeamTaskDispatched(_)
+            | Event::TeamTaskEnded(_)
+            | Event::TeamMessageSent(_)
+            | Event::TeamGateChecked(_)) => match team_line(event) {
+                Some(line) => line,
+                None => return,
+            },
+            Event::TeamMessagesDelivered(_) => return,
             Event::Unknown => format!("event #{} of a kind this version does not know", frame.seq),
             other => other.kind().to_string(),
         };
@@ -603,4 +649,48 @@ impl App {
             self.notice(level, line);
         }
     }
+}
+
+/// The team as a group chat: who said what to whom, task hand-offs and ends, rounds and
+/// gates, one line each (raw tool payloads stay in the journal).
+fn team_line(event: &Event) -> Option<String> {
+    Some(match event {
+        Event::TeamEntered(e) => format!(
+            "team {} ({}): {}",
+            e.display_name,
+            e.team,
+            e.members.join(", ")
+        ),
+        Event::TeamExited(_) => "left the team".to_string(),
+        Event::TeamCompleted(e) => format!(
+            "team finished after {} round(s): {}",
+            e.rounds,
+            first_line(&e.summary)
+        ),
+        Event::TeamContractWritten(e) => format!(
+            "contract: {} ({} criteria)",
+            first_line(&e.goal),
+            e.acceptance_criteria.len()
+        ),
+        Event::TeamRoundStarted(e) if e.recovery => format!("round {} (recovery)", e.round),
+        Event::TeamRoundStarted(e) => format!("round {}", e.round),
+        Event::TeamRoundEnded(e) if e.passed => format!("round {} passed", e.round),
+        Event::TeamRoundEnded(e) => {
+            format!("round {} failed: {}", e.round, e.failures.join("; "))
+        }
+        Event::TeamTaskDispatched(e) => format!("→ {}: {}", e.agent, first_line(&e.task)),
+        Event::TeamTaskEnded(e) => format!(
+            "{} {}: {}",
+            e.agent,
+            e.status.as_str(),
+            first_line(&e.summary)
+        ),
+        Event::TeamMessageSent(e) => format!("{} → {}: {}", e.from, e.to, first_line(&e.text)),
+        Event::TeamGateChecked(e) => format!(
+            "gate {}: {}",
+            e.name,
+            if e.passed { "passed" } else { "failed" }
+        ),
+        _ => return None,
+    })
 }

@@ -1,7 +1,7 @@
 //! What each built-in slash command does. Commands whose backend part does not exist yet
 //! say so in the transcript instead of pretending.
 
-use super::app::{App, Command, Overlay};
+use super::app::{App, Command, Overlay, TeamTask};
 use super::commands::Slash;
 use super::transcript::{EntryKind, Level};
 
@@ -82,10 +82,22 @@ impl App {
                 "the backend has no method to list skills yet; run one with /NAME ARGS",
             ),
             Slash::Mcp(arg) => return self.mcp(arg),
-            Slash::Team(name) => self.not_yet(
-                &format!("/{name}"),
-                "agent teams have no backend methods yet",
-            ),
+            Slash::Team(None) => return vec![Command::TeamList],
+            Slash::Team(Some(arg)) => return self.team(&arg),
+            Slash::TeamOut => return vec![Command::TeamExit],
+            Slash::NewTeam(None) => {
+                self.notice(Level::Error, "usage: /NewTeam NAME [DISPLAY NAME]");
+            }
+            Slash::NewTeam(Some(arg)) => {
+                let (name, title) = match arg.split_once(char::is_whitespace) {
+                    Some((name, title)) => (name.to_string(), title.trim().to_string()),
+                    None => (arg.clone(), arg),
+                };
+                return vec![Command::TeamCreate {
+                    name,
+                    display_name: title,
+                }];
+            }
             Slash::Exit => {
                 self.quit = true;
                 return vec![Command::Quit {
@@ -115,6 +127,35 @@ impl App {
                 Vec::new()
             }
         }
+    }
+
+    /// `/Team NAME [TASK]`: enter the team, then run TASK like a prompt.
+    fn team(&mut self, arg: &str) -> Vec<Command> {
+        let (team, task) = match arg.split_once(char::is_whitespace) {
+            Some((team, task)) => (team.to_string(), Some(task.trim().to_string())),
+            None => (arg.to_string(), None),
+        };
+        let task = match task.filter(|t| !t.is_empty()) {
+            None => None,
+            Some(_) if self.run.is_some() || self.submitting.is_some() => {
+                self.notice(
+                    Level::Warning,
+                    "a turn is still running: wait for it, then /Team again",
+                );
+                return Vec::new();
+            }
+            Some(prompt) => {
+                let request_id = uuid::Uuid::new_v4().to_string();
+                self.submitting = Some((request_id.clone(), prompt.clone()));
+                self.transcript.follow();
+                Some(TeamTask {
+                    request_id,
+                    prompt,
+                    settings: self.submit_settings(),
+                })
+            }
+        };
+        vec![Command::TeamEnter { team, task }]
     }
 
     fn not_yet(&mut self, command: &str, why: &str) {

@@ -214,3 +214,77 @@ async fn the_interactive_ui_needs_a_terminal() {
     assert!(stderr.contains("needs a terminal"), "{stderr}");
     assert!(!env.endpoint_file().exists(), "no backend is started");
 }
+
+/// A project team `duo`: `lead` (entry), `builder`, and `qa` (a gate).
+fn write_duo(project: &Path) {
+    let root = project.join(".Lumina/TEAM/duo");
+    for (path, text) in [
+        (
+            "team.yaml",
+            "name: duo\nentry_agent: lead\nagents: [lead, builder, qa]\n",
+        ),
+        ("agents/lead/agent.yaml", "name: lead\n"),
+        ("agents/lead/system.md", "Lead.\n"),
+        ("agents/builder/agent.yaml", "name: builder\n"),
+        ("agents/builder/system.md", "Build.\n"),
+        ("agents/qa/agent.yaml", "name: qa\n"),
+        ("agents/qa/system.md", "Check.\n"),
+    ] {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompt_with_a_team_reports_members_gates_and_rounds() {
+    let lead = "You lead the agent team";
+    let model = ScriptedModelServer::start(vec![
+        Turn::tool_call(
+            "team_dispatch",
+            json!({"agent": "builder", "task": "build"}),
+        )
+        .matching(lead),
+        Turn::text("built it").matching("You are `builder`, a member"),
+        Turn::tool_call("team_dispatch", json!({"agent": "qa", "task": "check"})).matching(lead),
+        Turn::tool_call(
+            "team_verdict",
+            json!({"passed": true, "output": "all good"}),
+        )
+        .matching("You are `qa`, a member"),
+        Turn::text("checked").matching("You are `qa`, a member"),
+        Turn::tool_call("team_complete", json!({"summary": "done as a team"})).matching(lead),
+    ])
+    .unwrap();
+    let env = Env::new(Some(&model), "anthropic");
+    write_duo(&env.project);
+    let out = env
+        .lumina(&["-p", "build it", "--team", "duo", "--output-format", "json"])
+        .await;
+    assert!(out.status.success(), "stderr: {}", text(&out.stderr));
+    let object: Value = serde_json::from_slice(&out.stdout).expect("exactly one JSON object");
+    assert_eq!(object["result"], "done as a team");
+    assert_eq!(
+        object["team"],
+        json!({
+            "team": "duo",
+            "members": [
+                {"agent": "builder", "status": "completed", "summary": "built it"},
+                {"agent": "qa", "status": "completed", "summary": "checked"},
+            ],
+            "gates": [{"name": "qa", "passed": true, "output": "all good"}],
+            "rounds": 2,
+        })
+    );
+
+    // An unknown team: a clear error, nothing submitted.
+    let requests = model.request_count();
+    let out = env.lumina(&["-p", "x", "--team", "nobody"]).await;
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("cannot enter the team `nobody`"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(model.request_count(), requests);
+}

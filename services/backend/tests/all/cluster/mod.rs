@@ -11,4 +11,5 @@ mod memory_compile;
 mod routing;
 mod support;
 mod takeover;
+mod team;
 mod traces;

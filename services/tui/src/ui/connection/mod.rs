@@ -29,6 +29,7 @@ use crate::backend::Connected;
 use crate::headless::title_from_prompt;
 
 mod reconnect;
+mod team;
 
 /// Opens a new connection (local: finds or restarts the backend; remote: the URL).
 pub type Connector =
@@ -232,6 +233,12 @@ impl Conn {
                 },
                 None => Ok(()),
             },
+            Command::TeamList => self.team_list().await,
+            Command::TeamEnter { team, task } => self.team_enter(&team, task).await,
+            Command::TeamExit => self.team_exit().await,
+            Command::TeamCreate { name, display_name } => {
+                self.team_create(&name, &display_name).await
+            }
             Command::Open(id) => self.open(&id).await,
             Command::NewSession => {
                 self.session = None;

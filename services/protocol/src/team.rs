@@ -1,0 +1,263 @@
+//! Agent teams on the wire: the `team.*` journal events (payloads of [`crate::Event`]'s
+//! `Team*` variants), the typed states they carry, and the `team.*` methods' params and
+//! results. docs/protocol.md, "Teams", is the prose version; docs/teams.md the reference.
+//!
+//! Streams: `team.entered`, `team.exited` and `team.completed` go to `main`; the team's board
+//! (rounds, dispatches, task ends, messages, gates, the contract) to `team/<team_run_id>`
+//! ([`team_board_stream`]); each member's runs to `team/<team_run_id>/<member>`
+//! ([`team_member_stream`]).
+
+use serde::{Deserialize, Serialize};
+
+/// The board stream of a team run: `team/<team_run_id>`.
+pub fn team_board_stream(team_run_id: &str) -> String {
+    format!("team/{team_run_id}")
+}
+
+/// A member's stream in a team run: `team/<team_run_id>/<member>`.
+pub fn team_member_stream(team_run_id: &str, member: &str) -> String {
+    format!("team/{team_run_id}/{member}")
+}
+
+/// How a member's task ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskStatus {
+    /// The member handed back its result.
+    Completed,
+    /// The member's run failed (model error, `max_turns_per_task`, a refused tool loop).
+    Failed,
+    /// The work stopped without a result (user interrupt, or a restart closed it).
+    Interrupted,
+}
+
+impl TaskStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaskStatus::Completed => "completed",
+            TaskStatus::Failed => "failed",
+            TaskStatus::Interrupted => "interrupted",
+        }
+    }
+}
+
+/// A member's state as clients show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemberStatus {
+    /// No task yet.
+    Idle,
+    Working,
+    Completed,
+    Failed,
+    Interrupted,
+}
+
+impl From<TaskStatus> for MemberStatus {
+    fn from(status: TaskStatus) -> Self {
+        match status {
+            TaskStatus::Completed => MemberStatus::Completed,
+            TaskStatus::Failed => MemberStatus::Failed,
+            TaskStatus::Interrupted => MemberStatus::Interrupted,
+        }
+    }
+}
+
+/// `team.entered` (main): the session works as the team from now on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamEntered {
+    pub team_run_id: String,
+    pub team: String,
+    pub display_name: String,
+    pub entry_agent: String,
+    /// Every member, entry agent first.
+    pub members: Vec<String>,
+    /// `transcript.show_member_dialogue`: clients show the messages between members.
+    #[serde(default = "shown")]
+    pub show_member_dialogue: bool,
+    /// `transcript.show_tool_details`: clients show each member tool call's start with its
+    /// arguments, not only its end.
+    #[serde(default)]
+    pub show_tool_details: bool,
+}
+
+fn shown() -> bool {
+    true
+}
+
+/// `team.exited` (main): the session works as a single agent again.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamExited {
+    pub team_run_id: String,
+}
+
+/// `team.contract_written` (board): the leader's contract for the current task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamContractWritten {
+    pub team_run_id: String,
+    pub goal: String,
+    pub acceptance_criteria: Vec<String>,
+}
+
+/// `team.round_started` (board): the leader's dispatches of one model message form a round.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamRoundStarted {
+    pub team_run_id: String,
+    /// 1, 2, … over the team run.
+    pub round: u32,
+    /// The round after a failed one (or a resumed round after a restart).
+    #[serde(default)]
+    pub recovery: bool,
+    /// Why it is a recovery round.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// `team.round_ended` (board): every task of the round ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamRoundEnded {
+    pub team_run_id: String,
+    pub round: u32,
+    /// No task failed or was interrupted and no gate of the round failed.
+    pub passed: bool,
+    /// What failed, one line each.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub failures: Vec<String>,
+}
+
+/// `team.task_dispatched` (board): a task handed to a member.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamTaskDispatched {
+    pub team_run_id: String,
+    pub round: u32,
+    /// Also the member run's `run_id` on the member's stream.
+    pub task_id: String,
+    pub agent: String,
+    pub task: String,
+    /// The leader's `team_dispatch` call (empty for a re-dispatch after a restart).
+    #[serde(default)]
+    pub call_id: String,
+    /// The interrupted task this one runs again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry_of: Option<String>,
+}
+
+/// `team.task_ended` (board).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamTaskEnded {
+    pub team_run_id: String,
+    pub task_id: String,
+    pub agent: String,
+    pub status: TaskStatus,
+    /// The member's final message, or why it failed or stopped.
+    pub summary: String,
+}
+
+/// `team.message_sent` (board): a message into a member's (or the leader's) mailbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamMessageSent {
+    pub team_run_id: String,
+    pub msg_id: String,
+    pub round: u32,
+    pub from: String,
+    pub to: String,
+    pub text: String,
+    /// The sender's task (empty when the leader sent it).
+    #[serde(default)]
+    pub task_id: String,
+}
+
+/// `team.messages_delivered` (the recipient's stream): these messages are in the
+/// recipient's context from now on (journaled with the task that carries them).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamMessagesDelivered {
+    pub team_run_id: String,
+    pub to: String,
+    pub msg_ids: Vec<String>,
+}
+
+/// `team.gate_checked` (board): one gate's result.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamGateChecked {
+    pub team_run_id: String,
+    pub round: u32,
+    /// `contract`, `qa`, `reviewer`, or `check:<command>`.
+    pub name: String,
+    pub passed: bool,
+    pub output: String,
+}
+
+/// `team.completed` (main): the leader finished the task and the gates let it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamCompleted {
+    pub team_run_id: String,
+    pub summary: String,
+    pub rounds: u32,
+}
+
+/// One team as `team.list` shows it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamInfo {
+    pub name: String,
+    pub display_name: String,
+    /// `project`, `user` or `builtin`.
+    pub source: String,
+    /// Why the team cannot be used; absent when it is valid.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `team.list` params: with a session, its project's teams are included.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TeamListParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamListResult {
+    pub teams: Vec<TeamInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamEnterParams {
+    pub session_id: String,
+    pub team: String,
+}
+
+/// A session's team, as `team.enter` and `team.exit` leave it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamEnterResult {
+    pub team_run_id: String,
+    pub team: String,
+    pub display_name: String,
+    pub entry_agent: String,
+    pub members: Vec<String>,
+    /// `false` when the session was in this team already.
+    pub created: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamExitParams {
+    pub session_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamExitResult {
+    /// The team run that ended; absent when the session was in no team.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub team_run_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamCreateParams {
+    pub name: String,
+    pub display_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamCreateResult {
+    pub name: String,
+    /// The new team's folder.
+    pub path: String,
+}

@@ -1,0 +1,182 @@
+//! The gates `team_complete` must pass: the contract (`gates.require_contract`), the
+//! latest verdicts of the `qa` and `reviewer` members where the team has them, and the
+//! `gates.checks` commands, run in the project root now. Results are journaled as
+//! `team.gate_checked` (a member's own verdict already is, when it gave one); a failing gate
+//! refuses the completion with its output and makes the next round a recovery round.
+//! Under `completion_policy: leader` the results are reported and do not refuse.
+
+use lumina_protocol::team::{TeamCompleted, TeamGateChecked};
+use lumina_protocol::{team_board_stream, Event};
+use lumina_team::CompletionPolicy;
+use lumina_tools::{ToolContext, ToolOutput};
+use serde_json::{json, Value};
+
+use super::state::TeamRecord;
+use super::{TeamScope, QA_MEMBER, REVIEWER_MEMBER};
+use crate::run::RunContext;
+use crate::settings::RunSettings;
+use crate::Result;
+
+/// Longest output of a check kept in its gate result.
+const CHECK_OUTPUT_CHARS: usize = 4000;
+
+/// One gate's result at completion.
+struct Gate {
+    name: String,
+    passed: bool,
+    output: String,
+    /// Journaled already (a member's verdict).
+    recorded: bool,
+}
+
+/// `team_complete{summary}`.
+pub(crate) async fn complete(
+    ctx: &RunContext,
+    settings: &RunSettings,
+    team: &TeamScope,
+    record: &TeamRecord,
+    args: &Value,
+) -> Result<ToolOutput> {
+    let summary = match args.get("summary").and_then(Value::as_str).map(str::trim) {
+        Some(s) if !s.is_empty() => s.to_string(),
+        _ => {
+            return Ok(ToolOutput::error(
+                "`summary` (a non-empty string) is required",
+            ))
+        }
+    };
+    let gates = evaluate(ctx, settings, team, record).await;
+    let board = team_board_stream(&record.team_run_id);
+    let fresh: Vec<Event> = gates
+        .iter()
+        .filter(|g| !g.recorded)
+        .map(|g| {
+            Event::TeamGateChecked(TeamGateChecked {
+                team_run_id: record.team_run_id.clone(),
+                round: record.round,
+                name: g.name.clone(),
+                passed: g.passed,
+                output: g.output.clone(),
+            })
+        })
+        .collect();
+    if !fresh.is_empty() {
+        ctx.session.journal().append_to(&board, fresh).await?;
+    }
+    let failing: Vec<&Gate> = gates.iter().filter(|g| !g.passed).collect();
+    let blocking =
+        team.definition.loop_config.completion_policy == CompletionPolicy::LeaderAndGates;
+    if !failing.is_empty() && blocking {
+        let mut text = String::from("team_complete refused: ");
+        for gate in &failing {
+            text.push_str(&format!("gate `{}` failed:\n{}\n", gate.name, gate.output));
+        }
+        text.push_str("Start a recovery round (team_dispatch) that fixes this, then try again.");
+        return Ok(ToolOutput::error(text));
+    }
+    ctx.session
+        .journal()
+        .append(vec![Event::TeamCompleted(TeamCompleted {
+            team_run_id: record.team_run_id.clone(),
+            summary: summary.clone(),
+            rounds: record.round,
+        })])
+        .await?;
+    *team
+        .shared
+        .completed
+        .lock()
+        .unwrap_or_else(|p| p.into_inner()) = Some(summary);
+    let report: Vec<Value> = gates
+        .iter()
+        .map(|g| json!({"name": g.name, "passed": g.passed}))
+        .collect();
+    Ok(ToolOutput::ok("the team's task is complete").with_metadata(json!({ "gates": report })))
+}
+
+async fn evaluate(
+    ctx: &RunContext,
+    settings: &RunSettings,
+    team: &TeamScope,
+    record: &TeamRecord,
+) -> Vec<Gate> {
+    let definition = &team.definition;
+    let mut gates = Vec::new();
+    if definition.gates.require_contract {
+        gates.push(match &record.contract {
+            Some(contract) => Gate {
+                name: "contract".into(),
+                passed: true,
+                output: format!(
+                    "{} acceptance criteria: {}",
+                    contract.acceptance_criteria.len(),
+                    contract.acceptance_criteria.join("; ")
+                ),
+                recorded: false,
+            },
+            None => Gate {
+                name: "contract".into(),
+                passed: false,
+                output: "no contract was written (team_contract)".into(),
+                recorded: false,
+            },
+        });
+    }
+    for member in [QA_MEMBER, REVIEWER_MEMBER] {
+        if definition.member(member).is_none() {
+            continue;
+        }
+        gates.push(match record.gates.get(member) {
+            Some(verdict) => Gate {
+                name: member.into(),
+                passed: verdict.passed,
+                output: verdict.output.clone(),
+                recorded: true,
+            },
+            None => Gate {
+                name: member.into(),
+                passed: false,
+                output: format!(
+                    "`{member}` has not given a verdict on this task (dispatch a task to it; it answers with team_verdict)"
+                ),
+                recorded: false,
+            },
+        });
+    }
+    for command in &definition.gates.checks {
+        let (passed, output) = run_check(ctx, settings, command).await;
+        gates.push(Gate {
+            name: format!("check:{command}"),
+            passed,
+            output,
+            recorded: false,
+        });
+    }
+    gates
+}
+
+/// Runs one check command with the `shell` tool's confinement and limits.
+async fn run_check(ctx: &RunContext, settings: &RunSettings, command: &str) -> (bool, String) {
+    let Some(shell) = ctx.session.tools().get("shell") else {
+        return (false, "no `shell` tool to run the check with".into());
+    };
+    let tool_ctx = ToolContext {
+        project_root: ctx.session.project_root().to_path_buf(),
+        results_dir: ctx.session.results_dir(),
+        session_id: ctx.session.id().to_string(),
+        call_id: format!("team-check-{}", uuid::Uuid::new_v4()),
+        cancel: ctx.cancel.child_token(),
+        shell_timeout_ms: settings.shell_timeout_ms,
+        shell_max_timeout_ms: settings.shell_max_timeout_ms,
+        output_cap_bytes: settings.output_cap_bytes,
+        web_search_url: settings.web_search_url.clone(),
+    };
+    let started = std::time::Instant::now();
+    let out = shell.call(&tool_ctx, json!({ "command": command })).await;
+    tracing::info!(session_id = %ctx.session.id(), command, passed = !out.is_error, elapsed_ms = started.elapsed().as_millis() as u64, "team check ran");
+    let mut output: String = out.content.chars().take(CHECK_OUTPUT_CHARS).collect();
+    if out.content.chars().count() > CHECK_OUTPUT_CHARS {
+        output.push_str("\n…(truncated)");
+    }
+    (!out.is_error, output)
+}
