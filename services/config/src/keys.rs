@@ -64,6 +64,7 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("subagent_max_depth", Kind::U32),
     ("subagent_max_total", Kind::U32),
     ("memory_context_tokens", Kind::U32),
+    ("conversation_window", Kind::U32),
     ("memory_compile", Kind::Bool),
     ("memory_compile_model", Kind::Str),
     ("memory_embeddings", Kind::Str),
