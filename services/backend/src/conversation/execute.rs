@@ -197,6 +197,32 @@ async fn subscribe(
     Ok((resumed.head_seq, running, rx))
 }
 
+/// Subscribes, then submits, so every event and delta of the run is seen. A retried
+/// request (same `Idempotency-Key`) gets the original run, which may have started — or
+/// ended — before the new subscription's start: it is followed from the beginning.
+async fn subscribe_and_submit(
+    state: &AppState,
+    headers: &HeaderMap,
+    prepared: &Prepared,
+) -> Result<(Replay, SessionSubmitResult, mpsc::Receiver<Outbound>), ApiError> {
+    let id = &prepared.conversation_id;
+    let identity = &prepared.identity;
+    let (head, _, rx) = subscribe(state, identity, id, prepared.window.through_seq).await?;
+    let submitted = submit(state, headers, prepared).await?;
+    let only = Some(submitted.run_id.clone());
+    if submitted.created {
+        let replay = Replay::new(Cursor::Seq(head), head, false, only);
+        return Ok((replay, submitted, rx));
+    }
+    drop(rx);
+    let (head, _, rx) = subscribe(state, identity, id, 0).await?;
+    Ok((
+        Replay::new(Cursor::Seq(0), head, false, only),
+        submitted,
+        rx,
+    ))
+}
+
 /// Starts a run and answers at once.
 #[utoipa::path(post, path = "/api/v1/agents/{agentId}/execute",
     params(("agentId" = String, Path, description = "`default` or a skill name"), ExecuteQuery),
@@ -235,15 +261,7 @@ pub async fn sync(
 ) -> Result<Json<ExecuteResult>, ApiError> {
     let prepared = prepare(&state, &headers, agent, query).await?;
     let id = &prepared.conversation_id;
-    let (head, _, mut rx) =
-        subscribe(&state, &prepared.identity, id, prepared.window.through_seq).await?;
-    let submitted = submit(&state, &headers, &prepared).await?;
-    let mut replay = Replay::new(
-        Cursor::Seq(head),
-        head,
-        false,
-        Some(submitted.run_id.clone()),
-    );
+    let (mut replay, _, mut rx) = subscribe_and_submit(&state, &headers, &prepared).await?;
     let mut out = Vec::new();
     while let Some(item) = rx.recv().await {
         match item {
@@ -305,16 +323,8 @@ pub async fn stream(
 ) -> Result<Response, ApiError> {
     let prepared = prepare(&state, &headers, agent, query).await?;
     let id = prepared.conversation_id.clone();
-    // Subscribe first, so every event and delta of the run is seen.
-    let (head, _, rx) =
-        subscribe(&state, &prepared.identity, &id, prepared.window.through_seq).await?;
-    let submitted = submit(&state, &headers, &prepared).await?;
-    let replay = Replay::new(
-        Cursor::Seq(head),
-        head,
-        false,
-        Some(submitted.run_id.clone()),
-    );
+    let (replay, submitted, rx) = subscribe_and_submit(&state, &headers, &prepared).await?;
+    let head = replay.start();
     let first = StreamEventData {
         conversation_id: Some(id.clone()),
         run_id: Some(submitted.run_id),
@@ -323,7 +333,7 @@ pub async fn stream(
         message_id: None,
         error: None,
     };
-    let first = sse_event(Cursor::Seq(head), &first);
+    let first = sse_event(head, &first);
     let mut response = sse(&state, Some(first), replay, rx).into_response();
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(CONVERSATION_HEADER, value);

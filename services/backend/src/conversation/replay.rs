@@ -112,6 +112,7 @@ pub struct Replay {
     answers: HashMap<String, u64>,
     /// The subscription's head when it started: the backlog ends there.
     head: u64,
+    start: Cursor,
     finished: bool,
 }
 
@@ -137,8 +138,14 @@ impl Replay {
             open_before: running,
             answers: HashMap::new(),
             head,
+            start: cursor,
             finished: false,
         }
+    }
+
+    /// The cursor it resumes after (the first event's id of an execute stream).
+    pub fn start(&self) -> Cursor {
+        self.start
     }
 
     /// Whether the stream is over (its run ended, or — for a conversation stream — every
