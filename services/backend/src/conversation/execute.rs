@@ -182,7 +182,7 @@ async fn subscribe(
     identity: &Identity,
     session_id: &str,
     after_seq: u64,
-) -> Result<(u64, bool, mpsc::Receiver<Outbound>), ApiError> {
+) -> Result<(u64, Option<String>, mpsc::Receiver<Outbound>), ApiError> {
     let (resumed, rx) = state
         .profile
         .subscribe(
@@ -193,7 +193,10 @@ async fn subscribe(
             },
         )
         .await?;
-    let running = resumed.session.status == SessionStatus::Running;
+    let running = match (&resumed.session.status, &resumed.session.last_run) {
+        (SessionStatus::Running, Some(run)) => Some(run.run_id.clone()),
+        _ => None,
+    };
     Ok((resumed.head_seq, running, rx))
 }
 
@@ -211,16 +214,12 @@ async fn subscribe_and_submit(
     let submitted = submit(state, headers, prepared).await?;
     let only = Some(submitted.run_id.clone());
     if submitted.created {
-        let replay = Replay::new(Cursor::Seq(head), head, false, only);
+        let replay = Replay::new(Cursor::Seq(head), head, None, only);
         return Ok((replay, submitted, rx));
     }
     drop(rx);
     let (head, _, rx) = subscribe(state, identity, id, 0).await?;
-    Ok((
-        Replay::new(Cursor::Seq(0), head, false, only),
-        submitted,
-        rx,
-    ))
+    Ok((Replay::new(Cursor::Seq(0), head, None, only), submitted, rx))
 }
 
 /// Starts a run and answers at once.

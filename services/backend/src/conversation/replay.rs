@@ -106,8 +106,9 @@ pub struct Replay {
     only_run: Option<String>,
     /// Runs started or queued since the cursor and not ended yet.
     open: HashSet<String>,
-    /// A run was open before the cursor (its start is not replayed).
-    open_before: bool,
+    /// The run that was open when the stream subscribed: it is waited for even when its
+    /// start is before the cursor.
+    open_before: Option<String>,
     /// The last answer of each run.
     answers: HashMap<String, u64>,
     /// The subscription's head when it started: the backlog ends there.
@@ -118,8 +119,13 @@ pub struct Replay {
 
 impl Replay {
     /// A stream resuming after `cursor`, on a subscription whose backlog ends at `head`;
-    /// `running`: the session had a run open or queued when it subscribed.
-    pub fn new(cursor: Cursor, head: u64, running: bool, only_run: Option<String>) -> Replay {
+    /// `running`: the run open when it subscribed, if any.
+    pub fn new(
+        cursor: Cursor,
+        head: u64,
+        running: Option<String>,
+        only_run: Option<String>,
+    ) -> Replay {
         let resumed = match cursor {
             Cursor::Chunk { seq, offset } => Some(Step {
                 seq,
@@ -156,7 +162,7 @@ impl Replay {
 
     /// A conversation stream with nothing to wait for ends at once.
     pub fn check_idle(&mut self, cursor: Cursor) {
-        if self.only_run.is_none() && !self.open_before && cursor.seq() >= self.head {
+        if self.only_run.is_none() && self.open_before.is_none() && cursor.seq() >= self.head {
             self.finished = true;
         }
     }
@@ -266,7 +272,7 @@ impl Replay {
         if self.only_run.is_none()
             && frame.seq >= self.head
             && self.open.is_empty()
-            && !self.open_before
+            && self.open_before.is_none()
             && is_terminal(&frame.event)
         {
             self.finished = true;
@@ -280,9 +286,9 @@ impl Replay {
         out: &mut Vec<Out>,
         make: impl FnOnce(Cursor) -> Out,
     ) {
-        if !self.open.remove(run_id) {
-            // Its start was before the cursor.
-            self.open_before = false;
+        self.open.remove(run_id);
+        if self.open_before.as_deref() == Some(run_id) {
+            self.open_before = None;
         }
         if self.wanted(run_id) {
             out.push(make(Cursor::Seq(seq)));

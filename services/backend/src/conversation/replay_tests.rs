@@ -95,7 +95,7 @@ fn done() -> Out {
 #[test]
 fn a_live_stream_sends_deltas_with_offsets_then_done() {
     let events = journal();
-    let mut replay = Replay::new(Cursor::Seq(0), 0, false, Some("r".into()));
+    let mut replay = Replay::new(Cursor::Seq(0), 0, None, Some("r".into()));
     let mut out = Vec::new();
     for frame in &events[..3] {
         replay.event(frame, &mut out);
@@ -116,7 +116,7 @@ fn a_live_stream_sends_deltas_with_offsets_then_done() {
 fn resuming_after_a_chunk_sends_exactly_the_rest() {
     let events = journal();
     // The client saw "Hello" (id 3.5); the step was streaming when it came back (head 3).
-    let mut replay = Replay::new(Cursor::parse("3.5").unwrap(), 3, true, None);
+    let mut replay = Replay::new(Cursor::parse("3.5").unwrap(), 3, Some("r".into()), None);
     let mut out = Vec::new();
     replay.check_idle(Cursor::parse("3.5").unwrap());
     assert!(!replay.finished());
@@ -133,7 +133,7 @@ fn resuming_after_a_chunk_sends_exactly_the_rest() {
 #[test]
 fn resuming_from_the_start_replays_the_answer_as_one_chunk_and_after_done_nothing() {
     let events = journal();
-    let mut replay = Replay::new(Cursor::Seq(2), 5, false, None);
+    let mut replay = Replay::new(Cursor::Seq(2), 5, None, None);
     let mut out = Vec::new();
     for frame in &events[2..] {
         replay.event(frame, &mut out);
@@ -141,7 +141,7 @@ fn resuming_from_the_start_replays_the_answer_as_one_chunk_and_after_done_nothin
     assert_eq!(out, vec![chunk(3, 11, "Hello world"), done()]);
     assert!(replay.finished());
 
-    let mut replay = Replay::new(Cursor::Seq(5), 5, false, None);
+    let mut replay = Replay::new(Cursor::Seq(5), 5, None, None);
     replay.check_idle(Cursor::Seq(5));
     assert!(replay.finished());
 }
@@ -157,4 +157,19 @@ fn event_ids_parse_and_print() {
     for bad in ["", "x", "1.x", "-1", "1.2.3"] {
         assert!(Cursor::parse(bad).is_err(), "{bad}");
     }
+}
+
+#[test]
+fn a_conversation_stream_from_before_an_active_run_ends_with_it() {
+    let events = journal();
+    // Subscribed at head 2 with run `r` open, resuming from before its start.
+    let mut replay = Replay::new(Cursor::Seq(0), 2, Some("r".into()), None);
+    replay.check_idle(Cursor::Seq(0));
+    let mut out = Vec::new();
+    for frame in &events {
+        assert!(!replay.finished());
+        replay.event(frame, &mut out);
+    }
+    assert_eq!(out, vec![chunk(3, 11, "Hello world"), done()]);
+    assert!(replay.finished());
 }
