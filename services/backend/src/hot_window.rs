@@ -11,13 +11,13 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 
-/// Who wrote a message.
+/// Who wrote a message. (Lumina compiles its system prompt per run; the journal holds no
+/// system messages, so none are listed.)
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum MessageRole {
     User,
     Assistant,
-    System,
 }
 
 /// A conversation message: a user prompt (or steering message) or an assistant answer,

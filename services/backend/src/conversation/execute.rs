@@ -29,6 +29,7 @@ use super::error::{ApiError, ErrorBody};
 use super::replay::{Cursor, Out, Replay};
 use super::types::{ExecuteAccepted, ExecuteQuery, ExecuteResult, StreamEventData, StreamQuery};
 use super::{caller, conversation_id, session_call, window};
+use crate::limits::ConnectionPermit;
 use crate::profile::AppState;
 
 /// The agent every deployment has: the session's own agent loop.
@@ -321,6 +322,7 @@ pub async fn stream(
     query: Result<Query<ExecuteQuery>, QueryRejection>,
 ) -> Result<Response, ApiError> {
     let prepared = prepare(&state, &headers, agent, query).await?;
+    let permit = state.limits.connect(&prepared.identity.tenant)?;
     let id = prepared.conversation_id.clone();
     let (replay, submitted, rx) = subscribe_and_submit(&state, &headers, &prepared).await?;
     let head = replay.start();
@@ -333,7 +335,7 @@ pub async fn stream(
         error: None,
     };
     let first = sse_event(head, &first);
-    let mut response = sse(&state, Some(first), replay, rx).into_response();
+    let mut response = sse(&state, permit, Some(first), replay, rx).into_response();
     if let Ok(value) = HeaderValue::from_str(&id) {
         response.headers_mut().insert(CONVERSATION_HEADER, value);
     }
@@ -380,10 +382,11 @@ pub async fn resume(
             Cursor::Seq(info.session.head_seq)
         }
     };
+    let permit = state.limits.connect(&identity.tenant)?;
     let (head, running, rx) = subscribe(&state, &identity, &id, cursor.seq()).await?;
     let mut replay = Replay::new(cursor, head, running, None);
     replay.check_idle(cursor);
-    Ok(sse(&state, None, replay, rx).into_response())
+    Ok(sse(&state, permit, None, replay, rx).into_response())
 }
 
 fn sse_event(id: Cursor, data: &StreamEventData) -> SseEvent {
@@ -428,6 +431,8 @@ fn to_sse(out: Out) -> SseEvent {
 }
 
 struct Streaming {
+    /// An open stream counts as one of the tenant's connections.
+    _permit: ConnectionPermit,
     queue: VecDeque<SseEvent>,
     replay: Replay,
     rx: mpsc::Receiver<Outbound>,
@@ -435,11 +440,13 @@ struct Streaming {
 
 fn sse(
     state: &AppState,
+    permit: ConnectionPermit,
     first: Option<SseEvent>,
     replay: Replay,
     rx: mpsc::Receiver<Outbound>,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let streaming = Streaming {
+        _permit: permit,
         queue: first.into_iter().collect(),
         replay,
         rx,

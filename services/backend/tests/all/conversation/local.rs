@@ -393,3 +393,39 @@ async fn bad_input_gets_clear_errors() {
     );
     harness.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_stream_counts_as_a_connection_of_its_tenant() {
+    let (harness, api) = start(
+        vec![Turn::text(LONG).with_chunk_delay_ms(50)],
+        &[("LUMINA_TENANT_MAX_CONNECTIONS", "1")],
+    )
+    .await;
+    let id = api.create("limits").await;
+    let path = format!("/api/v1/agents/default/execute/stream?task=go&conversationId={id}");
+    let mut open = api.stream(Method::POST, &path, None).await.unwrap();
+    open.next().await.unwrap();
+    let (status, body) = api
+        .stream(
+            Method::GET,
+            &format!("/api/v1/conversations/{id}/stream?after=0"),
+            None,
+        )
+        .await
+        .err()
+        .unwrap();
+    assert_eq!((status, code(&body).as_str()), (429, "rate_limited"));
+    // The first stream ends normally and gives its connection back.
+    let rest = open.all().await;
+    assert_eq!(rest.last().unwrap().data["done"], json!(true));
+    let mut again = api
+        .stream(
+            Method::GET,
+            &format!("/api/v1/conversations/{id}/stream?after=0"),
+            None,
+        )
+        .await
+        .unwrap();
+    assert_eq!(chunks(&again.all().await), LONG);
+    harness.stop().await;
+}
