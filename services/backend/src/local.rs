@@ -25,6 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::auth::LocalAuth;
 use crate::endpoint::{self, Endpoint};
 use crate::execute::{self, Owner, Reply};
+use crate::hot_window::{ConversationConfig, LocalWindows};
 use crate::limits::{LimitOptions, LocalWindow, TenantLimits};
 use crate::memory_setup;
 use crate::metered::MeteredStore;
@@ -206,6 +207,11 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         },
         max_frame_bytes: settings.max_frame_bytes,
         shutdown,
+        conversations: ConversationConfig::new(
+            Arc::new(LocalWindows::default()),
+            &settings,
+            app_root,
+        ),
     });
     Ok(LocalBackend {
         state,

@@ -16,6 +16,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::execute::Reply;
+use crate::hot_window::ConversationConfig;
 use crate::limits::TenantLimits;
 use crate::metrics::Metrics;
 
@@ -69,6 +70,8 @@ pub struct AppState {
     pub max_frame_bytes: usize,
     /// Cancelled to stop the server (signal or `admin.shutdown`).
     pub shutdown: CancellationToken,
+    /// The Conversation API's hot windows and settings.
+    pub conversations: ConversationConfig,
 }
 
 impl AppState {

@@ -1,4 +1,5 @@
-//! The HTTP server: `/v1/ws` (protocol v3), `/healthz`, `/readyz`, `/metrics`, over any
+//! The HTTP server: `/v1/ws` (protocol v3), the Conversation API (`/api/v1/…`,
+//! `conversation/`), `/healthz`, `/readyz`, `/metrics`, over any
 //! [`Profile`](crate::profile::Profile). Takes its listener and a shutdown token (in the
 //! state) so tests run it in-process on port 0.
 
@@ -26,6 +27,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
+        .merge(crate::conversation::router())
         .with_state(state)
 }
 

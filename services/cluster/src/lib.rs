@@ -1,7 +1,8 @@
 //! Redis coordination for the cluster profile (docs/design.md#cluster): the instance
 //! registry and the liveness every lease rests on, session leases with fencing tokens,
 //! request/reply RPC between instances over Redis Streams, pub/sub hints of new session
-//! events, and shared rate windows.
+//! events, shared rate windows, and conversations' hot windows (a cache of their last
+//! messages).
 //!
 //! Redis holds only what may be lost. PostgreSQL is the source of truth: a lost lease is
 //! re-acquired (with [`Leases::acquire_with_floor`] lifting the fence above what PostgreSQL
@@ -15,6 +16,7 @@
 pub mod conn;
 pub mod error;
 pub mod hints;
+pub mod hot;
 pub mod keeper;
 pub mod lease;
 mod owned;
@@ -25,6 +27,7 @@ pub mod window;
 pub use conn::{ConnOptions, Keys, Redis};
 pub use error::{ClusterError, Result};
 pub use hints::{Hint, HintEvent, HintStream, Hints};
+pub use hot::{HotWindows, StoredWindow};
 pub use keeper::LeaseKeeper;
 pub use lease::{Holder, Lease, Leases};
 pub use owned::Ownerships;

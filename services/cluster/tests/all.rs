@@ -9,6 +9,7 @@ mod all {
     pub mod bench;
     pub mod conn;
     pub mod hints;
+    pub mod hot;
     pub mod keeper;
     pub mod lease;
     pub mod registry;

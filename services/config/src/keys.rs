@@ -65,6 +65,7 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("subagent_max_total", Kind::U32),
     ("team_max_messages_per_round", Kind::U32),
     ("memory_context_tokens", Kind::U32),
+    ("conversation_window", Kind::U32),
     ("memory_compile", Kind::Bool),
     ("memory_compile_model", Kind::Str),
     ("memory_embeddings", Kind::Str),

@@ -170,6 +170,9 @@ pub struct Settings {
     /// Tokens of earlier evidence the Memory Fabric adds to the system prompt of a run's
     /// first step (when a memory store is configured). 0 disables it. Default: 1500.
     pub memory_context_tokens: u32,
+    /// Messages of a conversation's hot window (docs/conversation-api.md#hot-window): a
+    /// Conversation API run sees these last messages plus Memory Fabric recall. Default: 20.
+    pub conversation_window: u32,
     /// Semantic compile of the Memory Fabric (docs/design.md#memory-write-path, steps 2–3):
     /// after a run ends, a background job sends the project's new evidence to
     /// `memory_compile_model` and stores the grounded nodes it proposes (when a memory
@@ -255,6 +258,7 @@ impl Default for Settings {
             subagent_max_total: 8,
             team_max_messages_per_round: 24,
             memory_context_tokens: 1500,
+            conversation_window: 20,
             memory_compile: false,
             memory_compile_model: None,
             memory_embeddings: "auto".into(),
@@ -321,6 +325,7 @@ impl std::fmt::Debug for Settings {
                 &self.team_max_messages_per_round,
             )
             .field("memory_context_tokens", &self.memory_context_tokens)
+            .field("conversation_window", &self.conversation_window)
             .field("memory_compile", &self.memory_compile)
             .field("memory_compile_model", &self.memory_compile_model)
             .field("memory_embeddings", &self.memory_embeddings)

@@ -182,6 +182,15 @@ pub fn build_history(events: &[EventFrame], skills: &SkillCatalog) -> History {
     }
 }
 
+/// Limits a history to the events from seq `from` on (a conversation's hot window; 0 keeps
+/// everything). Checkpoints stay: their summary is already compact. The window starts at a
+/// message, so no tool result loses its call.
+pub fn keep_from(events: &mut Vec<EventFrame>, from: u64) {
+    if from > 0 {
+        events.retain(|f| f.seq >= from || matches!(f.event, Event::Checkpoint { .. }));
+    }
+}
+
 /// Appends the pending steering messages journaled at or before `upto`, in order.
 fn deliver_steering(messages: &mut Vec<Message>, pending: &mut Vec<(u64, String)>, upto: u64) {
     let (due, later): (Vec<_>, Vec<_>) = pending.drain(..).partition(|(seq, _)| *seq <= upto);

@@ -45,7 +45,14 @@ const OVERRIDABLE: &[&str] = &[
     "fallback_api_base_url",
     "fallback_api_model",
     "fallback_api_type",
+    HISTORY_FROM_SEQ,
 ];
+
+/// The submit override that limits a run's history to the journal from this seq on (a
+/// conversation's hot window, docs/conversation-api.md#hot-window): earlier messages
+/// reach the model only through Memory Fabric recall. Not a setting: it never reaches the
+/// settings layers.
+pub const HISTORY_FROM_SEQ: &str = "history_from_seq";
 
 /// Keeps only the overridable keys of a submit's `settings` object.
 pub fn sanitize_overrides(value: &Value) -> crate::Result<Map<String, Value>> {
@@ -78,6 +85,8 @@ pub struct RunSettings {
     pub hooks: HookSet,
     /// Hooks left out because their matcher is invalid (reported as warnings).
     pub hook_problems: Vec<String>,
+    /// The `history_from_seq` override (0 = the whole history).
+    pub history_from_seq: u64,
 }
 
 impl RunSettings {
@@ -88,7 +97,13 @@ impl RunSettings {
         env: &Env,
         overrides: Map<String, Value>,
     ) -> Result<RunSettings, SettingsError> {
-        let settings = lumina_config::load(app_root, Some(project_root), env, &overrides)?;
+        let history_from_seq = overrides
+            .get(HISTORY_FROM_SEQ)
+            .and_then(Value::as_u64)
+            .unwrap_or(0);
+        let mut layered = overrides.clone();
+        layered.remove(HISTORY_FROM_SEQ);
+        let settings = lumina_config::load(app_root, Some(project_root), env, &layered)?;
         let permission_mode: PermissionMode = settings
             .permission_mode
             .parse()
@@ -103,6 +118,7 @@ impl RunSettings {
         let (hooks, hook_problems) = HookSet::from_settings(&settings.hooks);
         Ok(RunSettings {
             overrides,
+            history_from_seq,
             web_search_url: settings.web_search_url.clone(),
             hooks,
             hook_problems,

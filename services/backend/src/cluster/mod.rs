@@ -11,6 +11,7 @@
 
 pub mod config;
 pub mod gateway;
+pub mod hot;
 pub mod node;
 pub mod profile;
 pub mod relay;
@@ -34,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 pub use config::ClusterConfig;
 pub use node::Node;
 
+use crate::hot_window::ConversationConfig;
 use crate::limits::{LimitOptions, SubmitWindow, TenantLimits};
 use crate::metered::MeteredStore;
 use crate::metrics::Metrics;
@@ -165,6 +167,15 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
         instance_id: config.instance_id.clone(),
         max_frame_bytes: settings.max_frame_bytes,
     };
+    // Hot windows of idle conversations leave Redis after a day; a miss is rebuilt.
+    let conversations = ConversationConfig::new(
+        Arc::new(hot::RedisWindows(lumina_cluster::HotWindows::new(
+            redis.clone(),
+            std::time::Duration::from_secs(24 * 3600),
+        ))),
+        &settings,
+        &options.app_root,
+    );
     let node = Node::new(
         NodeParts {
             config: config.clone(),
@@ -232,6 +243,7 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
         info,
         max_frame_bytes: settings.max_frame_bytes,
         shutdown,
+        conversations,
     });
     Ok(Started {
         state,

@@ -8,6 +8,7 @@
 mod agent;
 mod bad_input;
 mod cluster;
+mod conversation;
 mod crash;
 mod delivery;
 mod extensions;

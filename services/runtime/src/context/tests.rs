@@ -263,3 +263,45 @@ fn steering_left_by_an_ended_run_precedes_the_next_prompt_and_blocked_prompts_va
         )]
     );
 }
+
+#[test]
+fn a_window_keeps_the_history_from_its_first_message_and_the_checkpoint() {
+    let mut events = vec![
+        user(1, "one"),
+        assistant(2, "first answer", &[]),
+        user(3, "two"),
+        assistant(4, "calling", &["c1"]),
+        frame(
+            5,
+            Event::ToolCompleted {
+                run_id: "r".into(),
+                call_id: "c1".into(),
+                tool: "read_file".into(),
+                is_error: false,
+                output: "out".into(),
+                metadata: serde_json::Value::Null,
+            },
+        ),
+        assistant(6, "second answer", &[]),
+        user(7, "three"),
+    ];
+    let mut everything = events.clone();
+    keep_from(&mut everything, 0);
+    assert_eq!(everything, events);
+
+    keep_from(&mut events, 3);
+    let history = build_history(&events, &SkillCatalog::default());
+    assert_eq!(
+        texts(&history),
+        vec![
+            (Role::User, vec!["two".to_string()]),
+            (
+                Role::Assistant,
+                vec!["calling".to_string(), "use c1".to_string()]
+            ),
+            (Role::User, vec!["result c1".to_string()]),
+            (Role::Assistant, vec!["second answer".to_string()]),
+            (Role::User, vec!["three".to_string()]),
+        ]
+    );
+}

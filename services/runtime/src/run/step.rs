@@ -292,7 +292,13 @@ async fn compile(
             .await?;
         }
     }
+    let window = if ctx.is_main() {
+        settings.history_from_seq
+    } else {
+        0
+    };
     let mut events = journal.read_stream(&ctx.stream).await?;
+    context::keep_from(&mut events, window);
     let mut history = context::build_history(&events, &guidance.skills);
     let tokens = context::estimate_tokens(&system, &history.messages, tools_len);
     let threshold = (settings.max_tokens as f64 * settings.compaction_threshold) as u64;
@@ -301,6 +307,7 @@ async fn compile(
             Some(checkpoint) => {
                 ctx.append(vec![checkpoint]).await?;
                 events = journal.read_stream(&ctx.stream).await?;
+                context::keep_from(&mut events, window);
                 history = context::build_history(&events, &guidance.skills);
             }
             None => {

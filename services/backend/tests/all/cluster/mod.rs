@@ -5,6 +5,7 @@ mod auth;
 mod bench;
 mod clients;
 mod config;
+mod conversation;
 mod failover;
 mod memory;
 mod memory_compile;
