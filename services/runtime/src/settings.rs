@@ -8,6 +8,7 @@ use std::time::Duration;
 use lumina_config::{AppRoot, Env, MissingModel, Settings};
 use lumina_model::{ApiType, ModelClient, ModelEndpoint, ModelError, ModelOptions};
 use lumina_tools::permission::{PermissionEngine, PermissionMode, PermissionRules};
+use lumina_tools::{ConfinementMode, ShellConfinement, ShellLimits};
 use serde_json::{Map, Value};
 
 use crate::hooks::HookSet;
@@ -75,6 +76,8 @@ pub struct RunSettings {
     pub shell_max_timeout_ms: u64,
     pub output_cap_bytes: usize,
     pub web_search_url: Option<String>,
+    /// The `shell` tool's sandbox (docs/sandbox.md).
+    pub shell: ShellConfinement,
     pub hooks: HookSet,
     /// Hooks left out because their matcher is invalid (reported as warnings).
     pub hook_problems: Vec<String>,
@@ -104,6 +107,7 @@ impl RunSettings {
         Ok(RunSettings {
             overrides,
             web_search_url: settings.web_search_url.clone(),
+            shell: shell_confinement(&settings, app_root),
             hooks,
             hook_problems,
             permission_mode,
@@ -153,6 +157,30 @@ impl RunSettings {
             ..ModelOptions::default()
         };
         cached_client(primary, fallback, options)
+    }
+}
+
+/// `shell_confinement` and the limits, resolved for the profile: the cluster profile never
+/// runs a command unconfined (`auto` and `off` mean `required` there), the local one
+/// confines as far as the host allows under `auto`. The AppRoot is protected: a project
+/// that contains it cannot run commands confined.
+pub fn shell_confinement(settings: &Settings, app_root: &AppRoot) -> ShellConfinement {
+    let cluster = settings.session_runtime_backend == "cluster";
+    let mode = match (settings.shell_confinement.as_str(), cluster) {
+        ("required", _) | (_, true) => ConfinementMode::Required,
+        ("off", false) => ConfinementMode::Off,
+        _ => ConfinementMode::BestEffort,
+    };
+    ShellConfinement {
+        mode,
+        network_allowed: settings.shell_network,
+        limits: ShellLimits {
+            cpu_seconds: settings.shell_cpu_seconds,
+            address_space_bytes: settings.shell_memory_bytes,
+            processes: settings.shell_max_processes,
+            file_size_bytes: settings.shell_max_file_bytes,
+        },
+        protected: vec![app_root.path().to_path_buf()],
     }
 }
 
