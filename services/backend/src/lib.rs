@@ -7,6 +7,7 @@ pub mod bench;
 pub mod cluster;
 pub mod conn;
 pub mod dispatch;
+pub mod doctor;
 pub mod endpoint;
 pub mod execute;
 pub mod limits;

@@ -18,5 +18,6 @@ mod mcp_client;
 mod mcp_server;
 mod memory;
 mod permissions;
+mod shell_sandbox;
 mod subagents;
 mod support;
