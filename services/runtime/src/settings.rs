@@ -209,3 +209,59 @@ fn cached_client(
     clients.push(client.clone());
     Ok(client)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn mode(confinement: &str, backend: &str) -> ConfinementMode {
+        let settings = Settings {
+            shell_confinement: confinement.into(),
+            session_runtime_backend: backend.into(),
+            ..Settings::default()
+        };
+        shell_confinement(&settings, &AppRoot::new("/srv/lumina")).mode
+    }
+
+    #[test]
+    fn the_cluster_profile_always_requires_confinement() {
+        assert_eq!(mode("auto", "local"), ConfinementMode::BestEffort);
+        assert_eq!(mode("off", "local"), ConfinementMode::Off);
+        assert_eq!(mode("required", "local"), ConfinementMode::Required);
+        for setting in ["auto", "off", "required"] {
+            assert_eq!(
+                mode(setting, "cluster"),
+                ConfinementMode::Required,
+                "{setting}"
+            );
+        }
+    }
+
+    #[test]
+    fn limits_and_the_app_root_come_from_the_settings() {
+        let settings = Settings {
+            shell_network: true,
+            shell_cpu_seconds: 5,
+            shell_memory_bytes: 6,
+            shell_max_processes: 7,
+            shell_max_file_bytes: 8,
+            ..Settings::default()
+        };
+        let shell = shell_confinement(&settings, &AppRoot::new("/srv/lumina"));
+        assert_eq!(
+            shell,
+            ShellConfinement {
+                mode: ConfinementMode::BestEffort,
+                network_allowed: true,
+                limits: ShellLimits {
+                    cpu_seconds: 5,
+                    address_space_bytes: 6,
+                    processes: 7,
+                    file_size_bytes: 8,
+                },
+                protected: vec![std::path::PathBuf::from("/srv/lumina")],
+            }
+        );
+    }
+}
