@@ -49,8 +49,6 @@ pub enum Error {
     Seccomp(#[from] seccompiler::BackendError),
     #[error("cannot create the command's temporary directory: {0}")]
     TempDir(#[source] std::io::Error),
-    #[error("cannot set up the pids cgroup: {0}")]
-    Cgroup(#[source] std::io::Error),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -190,21 +188,36 @@ impl Sandbox {
         } else {
             Vec::new()
         };
-        let cgroup = match (&host.cgroup, policy.limits.processes) {
-            (Some(base), max) if max > 0 => {
-                Some(cgroup::PidsCgroup::create(base, max).map_err(Error::Cgroup)?)
-            }
+        // The process bound is not one of the layers `Required` insists on: a cgroup that
+        // cannot be created is reported, not fatal.
+        let mut cgroup = match (&host.cgroup, policy.limits.processes) {
+            (Some(base), max) if max > 0 => match cgroup::PidsCgroup::create(base, max) {
+                Ok(group) => Some(group),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot create the command's pids cgroup");
+                    missing.push(format!("processes: cannot create a pids cgroup: {e}"));
+                    None
+                }
+            },
             _ => None,
+        };
+        let cgroup_procs = match cgroup.as_ref().map(cgroup::PidsCgroup::procs_file) {
+            Some(Ok(file)) => Some(file),
+            Some(Err(e)) => {
+                missing.push(format!("processes: cannot join the pids cgroup: {e}"));
+                if let Some(group) = cgroup.take() {
+                    let _ = group.remove();
+                }
+                None
+            }
+            None => None,
         };
         if policy.network {
             missing.retain(|m| !m.starts_with("network"));
         }
         let plan = child::Plan {
             limits: policy.limits,
-            cgroup_procs: match &cgroup {
-                Some(group) => Some(group.procs_file().map_err(Error::Cgroup)?),
-                None => None,
-            },
+            cgroup_procs,
             unshare_net: !policy.network && host.netns,
             drop_capabilities: true,
             last_capability: host.last_capability,

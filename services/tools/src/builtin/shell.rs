@@ -120,6 +120,14 @@ async fn run(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolOutput> {
     let root =
         paths::canonical_root(&ctx.project_root).map_err(|e| ToolOutput::error(e.to_string()))?;
 
+    if args.network && !ctx.shell.network_allowed {
+        return Err(ToolOutput::error(
+            "network access is off for shell commands (the `shell_network` setting); run the \
+             command without `network`",
+        ));
+    }
+    let mut sandbox = confine(ctx, &root, args.network)?;
+
     let log_path = ctx
         .results_dir
         .join(format!("{}.log", log_file_stem(&ctx.call_id)));
@@ -130,14 +138,6 @@ async fn run(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolOutput> {
             (None, Some(e.to_string()))
         }
     };
-
-    if args.network && !ctx.shell.network_allowed {
-        return Err(ToolOutput::error(
-            "network access is off for shell commands (the `shell_network` setting); run the \
-             command without `network`",
-        ));
-    }
-    let mut sandbox = confine(ctx, &root, args.network)?;
 
     let mut cmd = Command::new(shell_program());
     cmd.arg("-c")
