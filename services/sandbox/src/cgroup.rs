@@ -27,16 +27,22 @@ pub(crate) fn find_base() -> Option<PathBuf> {
     })
 }
 
-/// Removes the empty cgroups of earlier backends that died before removing their own
-/// (`rmdir` refuses a cgroup that still has processes).
+/// Removes the empty cgroups of backends that died before removing their own (`rmdir`
+/// refuses a cgroup that still has processes); a live backend's are left alone.
 fn remove_stale(base: &Path) {
     let Ok(entries) = fs::read_dir(base) else {
         return;
     };
-    let own = format!("lumina-shell-{}-", std::process::id());
     for entry in entries.flatten() {
         let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with("lumina-shell-") && !name.starts_with(&own) {
+        let Some(pid) = name
+            .strip_prefix("lumina-shell-")
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
             let _ = fs::remove_dir(entry.path());
         }
     }

@@ -159,9 +159,14 @@ impl Sandbox {
             return Err(Error::Unavailable(report.missing.join("; ")));
         }
         let temp = tempfile::Builder::new()
-            .prefix("lumina-shell-")
+            .prefix(&format!("{TEMP_PREFIX}{}-", std::process::id()))
             .tempdir()
             .map_err(Error::TempDir)?;
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(0o700))
+                .map_err(Error::TempDir)?;
+        }
         let mut read_write = Vec::with_capacity(policy.read_write.len() + 1);
         for dir in policy
             .read_write
@@ -278,6 +283,30 @@ impl Sandbox {
 impl Drop for Sandbox {
     fn drop(&mut self) {
         self.cleanup();
+    }
+}
+
+/// Temporary directories are `<tmp>/lumina-shell-<backend pid>-<random>`.
+const TEMP_PREFIX: &str = "lumina-shell-";
+
+/// Removes the temporary directories of backends that are gone (killed before they could
+/// clean up); a live process's are left alone.
+pub(crate) fn remove_stale_temp_dirs() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(TEMP_PREFIX)
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
     }
 }
 

@@ -29,6 +29,7 @@ pub(crate) struct Host {
 pub(crate) fn host() -> &'static Host {
     static HOST: OnceLock<Host> = OnceLock::new();
     HOST.get_or_init(|| {
+        crate::remove_stale_temp_dirs();
         let host = Host {
             landlock_abi: landlock_abi(),
             seccomp: seccomp_filters(),

@@ -235,6 +235,8 @@ fn the_temporary_directory_goes_with_the_sandbox() {
     let sandbox = Sandbox::prepare(&h.policy()).unwrap();
     let dir = sandbox.temp_dir().to_path_buf();
     assert!(dir.is_dir());
+    use std::os::unix::fs::PermissionsExt;
+    assert_eq!(dir.metadata().unwrap().permissions().mode() & 0o777, 0o700);
     sandbox.finish();
     assert!(!dir.exists());
 }
