@@ -43,6 +43,7 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("shell_memory_bytes", Kind::U64),
     ("shell_max_processes", Kind::U64),
     ("shell_max_file_bytes", Kind::U64),
+    ("shell_read_paths", Kind::Str),
     ("mcp_tool_timeout_ms", Kind::U64),
     ("tool_output_cap_bytes", Kind::Usize),
     ("model_max_retries", Kind::U32),
@@ -203,6 +204,10 @@ pub(crate) const PROJECT_DENIED: &[(&str, &str)] = &[
     ),
     (
         "shell_max_file_bytes",
+        "a project may not loosen the shell's sandbox",
+    ),
+    (
+        "shell_read_paths",
         "a project may not loosen the shell's sandbox",
     ),
 ];

@@ -119,6 +119,11 @@ pub struct Settings {
     /// Largest file a confined command may write, bytes (0: no limit).
     /// Default: 4294967296 (4 GiB).
     pub shell_max_file_bytes: u64,
+    /// More directories confined commands may read and execute, separated by `:` (e.g. a
+    /// toolchain in a home directory: `/home/me/.cargo:/home/me/.rustup`). One that
+    /// contains the AppRoot makes every command refused. Not settable by project defaults.
+    /// Default: none.
+    pub shell_read_paths: Option<String>,
     /// Time an MCP tool call may take before it is cancelled (`notifications/cancelled`)
     /// and the model gets a timeout error, in milliseconds. Read at start-up. Default: 120000.
     pub mcp_tool_timeout_ms: u64,
@@ -252,6 +257,7 @@ impl Default for Settings {
             shell_memory_bytes: 8 << 30,
             shell_max_processes: 1024,
             shell_max_file_bytes: 4 << 30,
+            shell_read_paths: None,
             mcp_tool_timeout_ms: 120_000,
             tool_output_cap_bytes: 30_000,
             model_max_retries: 2,
@@ -317,6 +323,7 @@ impl std::fmt::Debug for Settings {
             .field("shell_memory_bytes", &self.shell_memory_bytes)
             .field("shell_max_processes", &self.shell_max_processes)
             .field("shell_max_file_bytes", &self.shell_max_file_bytes)
+            .field("shell_read_paths", &self.shell_read_paths)
             .field("mcp_tool_timeout_ms", &self.mcp_tool_timeout_ms)
             .field("tool_output_cap_bytes", &self.tool_output_cap_bytes)
             .field("model_max_retries", &self.model_max_retries)

@@ -181,6 +181,15 @@ pub fn shell_confinement(settings: &Settings, app_root: &AppRoot) -> ShellConfin
             file_size_bytes: settings.shell_max_file_bytes,
         },
         protected: vec![app_root.path().to_path_buf()],
+        read_only: settings
+            .shell_read_paths
+            .as_deref()
+            .map(|paths| {
+                std::env::split_paths(paths)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
     }
 }
 
@@ -246,6 +255,7 @@ mod tests {
             shell_memory_bytes: 6,
             shell_max_processes: 7,
             shell_max_file_bytes: 8,
+            shell_read_paths: Some("/opt/a::/home/me/.cargo".into()),
             ..Settings::default()
         };
         let shell = shell_confinement(&settings, &AppRoot::new("/srv/lumina"));
@@ -261,6 +271,10 @@ mod tests {
                     file_size_bytes: 8,
                 },
                 protected: vec![std::path::PathBuf::from("/srv/lumina")],
+                read_only: vec![
+                    std::path::PathBuf::from("/opt/a"),
+                    std::path::PathBuf::from("/home/me/.cargo"),
+                ],
             }
         );
     }

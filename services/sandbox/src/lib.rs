@@ -176,13 +176,17 @@ impl Sandbox {
         {
             read_write.push(canonical(dir)?);
         }
+        let mut missing = report.missing.clone();
         let mut read_only: Vec<PathBuf> = fs::system_read_only();
         for dir in &policy.read_only {
-            read_only.push(canonical(dir)?);
+            match dir.canonicalize() {
+                Ok(dir) => read_only.push(dir),
+                // An extra directory that is not there is simply not granted.
+                Err(e) => missing.push(format!("read path `{}`: {e}", dir.display())),
+            }
         }
         check_protected(&policy.protected, read_write.iter().chain(&read_only))?;
 
-        let mut missing = report.missing.clone();
         let ruleset = if host.landlock_abi > 0 {
             Some(fs::ruleset(&read_write, &read_only, policy.network)?)
         } else {

@@ -65,6 +65,8 @@ pub struct ShellConfinement {
     /// Paths no command may reach even when they lie under a readable directory (the
     /// AppRoot): a call whose workspace contains one is refused.
     pub protected: Vec<PathBuf>,
+    /// `shell_read_paths`: more directories commands may read and execute.
+    pub read_only: Vec<PathBuf>,
 }
 
 impl Default for ShellConfinement {
@@ -76,6 +78,7 @@ impl Default for ShellConfinement {
             network_allowed: false,
             limits: ShellLimits::default(),
             protected: Vec::new(),
+            read_only: Vec::new(),
         }
     }
 }

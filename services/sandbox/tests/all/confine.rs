@@ -240,3 +240,39 @@ fn the_temporary_directory_goes_with_the_sandbox() {
     sandbox.finish();
     assert!(!dir.exists());
 }
+
+#[tokio::test]
+async fn extra_read_paths_are_readable_not_writable() {
+    let h = host();
+    let mut policy = h.policy();
+    policy.read_only = vec![h.other_ws.clone(), h.base.join("missing")];
+    let sandbox = Sandbox::prepare(&policy).unwrap();
+    assert!(sandbox
+        .missing()
+        .iter()
+        .any(|m| m.starts_with("read path `") && m.contains("missing")));
+    sandbox.finish();
+    let other = h.other_ws.display();
+    let ran = run(
+        Some(&policy),
+        &h.ws,
+        &format!("cat {other}/secret.txt"),
+        SHORT,
+    )
+    .await;
+    assert_eq!(ran.output, "other session's secret");
+    let ran = run(
+        Some(&policy),
+        &h.ws,
+        &format!("echo x > {other}/new"),
+        SHORT,
+    )
+    .await;
+    assert!(!ran.ok(), "{ran:?}");
+    // A read path holding the AppRoot is refused outright.
+    policy.read_only = vec![h.base.clone()];
+    assert!(matches!(
+        Sandbox::prepare(&policy),
+        Err(Error::ProtectedPathReachable { .. })
+    ));
+}

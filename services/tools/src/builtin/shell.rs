@@ -302,7 +302,7 @@ fn confine(ctx: &ToolContext, root: &Path, network: bool) -> Result<Option<Sandb
     };
     let policy = Policy {
         read_write: vec![root.to_path_buf()],
-        read_only: Vec::new(),
+        read_only: ctx.shell.read_only.clone(),
         protected: ctx.shell.protected.clone(),
         network,
         limits: ctx.shell.limits,
