@@ -110,6 +110,7 @@ fn hello(conn: &Conn, params: Value) -> Reply {
         protocol: PROTOCOL_VERSION,
         server: conn.state.info.clone(),
         identity: conn.identity.clone(),
+        confinement: Some(lumina_sandbox::probe().clone()),
     })
 }
 

@@ -8,6 +8,7 @@ pub mod cluster;
 pub mod conn;
 pub mod conversation;
 pub mod dispatch;
+pub mod doctor;
 pub mod endpoint;
 pub mod execute;
 pub mod hot_window;

@@ -182,6 +182,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         .context("cannot bind 127.0.0.1")?;
     let addr = listener.local_addr()?;
     let token = LocalAuth::generate_token();
+    crate::doctor::log_confinement(false);
     let shutdown = CancellationToken::new();
     let limits = TenantLimits::new(
         LimitOptions::from_settings(&settings),

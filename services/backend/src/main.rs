@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use std::time::Duration;
 
-use lumina_backend::{bench, cluster, local, memory_setup};
+use lumina_backend::{bench, cluster, doctor, local, memory_setup};
 use lumina_config::{AppRoot, Env};
 
 #[derive(Parser)]
@@ -49,6 +49,16 @@ enum Command {
     Memory {
         #[command(subcommand)]
         command: memory_setup::MemoryCommand,
+    },
+    /// Check this host and the settings: the shell's confinement level (docs/sandbox.md),
+    /// the AppRoot, the settings, the model. Exits non-zero when a check fails.
+    Doctor {
+        /// AppRoot (default: $LUMINA_HOME or ~/.lumina).
+        #[arg(long)]
+        app_root: Option<PathBuf>,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -129,6 +139,7 @@ fn main() -> ExitCode {
             }
             Command::Bench { what } => bench::run(what).await,
             Command::Memory { command } => memory_setup::run(command),
+            Command::Doctor { app_root, json } => doctor::run(app_root, json),
             Command::Migrate { app_root } => {
                 let env = Env::from_process();
                 let app_root = AppRoot::resolve(app_root.as_deref(), &env)?;

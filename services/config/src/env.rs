@@ -34,6 +34,13 @@ impl Env {
         Self { vars }
     }
 
+    /// This snapshot with `name` set to `value` (e.g. the cluster profile pinning
+    /// `LUMINA_SESSION_RUNTIME_BACKEND` for its runtimes).
+    pub fn with(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.vars.insert(name.into(), value.into());
+        self
+    }
+
     /// The raw value of `name`, if set (possibly empty).
     pub fn get(&self, name: &str) -> Option<&str> {
         self.vars.get(name).map(String::as_str)

@@ -37,6 +37,13 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("max_frame_bytes", Kind::Usize),
     ("shell_timeout_ms", Kind::U64),
     ("shell_max_timeout_ms", Kind::U64),
+    ("shell_confinement", Kind::Str),
+    ("shell_network", Kind::Bool),
+    ("shell_cpu_seconds", Kind::U64),
+    ("shell_memory_bytes", Kind::U64),
+    ("shell_max_processes", Kind::U64),
+    ("shell_max_file_bytes", Kind::U64),
+    ("shell_read_paths", Kind::Str),
     ("mcp_tool_timeout_ms", Kind::U64),
     ("tool_output_cap_bytes", Kind::Usize),
     ("model_max_retries", Kind::U32),
@@ -132,6 +139,10 @@ pub(crate) const CHOICES: &[(&str, &[(&str, &str)])] = &[
         &[("local", "local"), ("cluster", "cluster")],
     ),
     (
+        "shell_confinement",
+        &[("auto", "auto"), ("required", "required"), ("off", "off")],
+    ),
+    (
         "memory_embeddings",
         &[
             ("auto", "auto"),
@@ -172,6 +183,34 @@ pub(crate) const PROJECT_DENIED: &[(&str, &str)] = &[
     (
         "web_search_url",
         "a project may not choose where the user's searches are sent",
+    ),
+    (
+        "shell_confinement",
+        "a project may not loosen the shell's sandbox",
+    ),
+    (
+        "shell_network",
+        "a project may not loosen the shell's sandbox",
+    ),
+    (
+        "shell_cpu_seconds",
+        "a project may not loosen the shell's sandbox",
+    ),
+    (
+        "shell_memory_bytes",
+        "a project may not loosen the shell's sandbox",
+    ),
+    (
+        "shell_max_processes",
+        "a project may not loosen the shell's sandbox",
+    ),
+    (
+        "shell_max_file_bytes",
+        "a project may not loosen the shell's sandbox",
+    ),
+    (
+        "shell_read_paths",
+        "a project may not loosen the shell's sandbox",
     ),
 ];
 

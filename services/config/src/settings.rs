@@ -97,6 +97,33 @@ pub struct Settings {
     pub shell_timeout_ms: u64,
     /// Largest `timeout_ms` a `shell` call may ask for. Default: 600000.
     pub shell_max_timeout_ms: u64,
+    /// How `shell` commands are confined (docs/sandbox.md): `auto` (the cluster profile
+    /// requires confinement and refuses commands where the host cannot provide it; the
+    /// local profile confines as far as the kernel allows and says what is missing),
+    /// `required` (refuse where the filesystem or the network cannot be confined) or `off`
+    /// (no sandbox, with a warning in every result; ignored by the cluster profile, which
+    /// never runs a command unconfined). Not settable by project defaults. Default: `auto`.
+    pub shell_confinement: String,
+    /// Whether a `shell` call may ask for the network (`shell{network: true}`, shown in its
+    /// permission request); without it every command runs without network. Not settable by
+    /// project defaults. Default: false.
+    pub shell_network: bool,
+    /// CPU seconds per process of a confined command (0: no limit). Default: 600.
+    pub shell_cpu_seconds: u64,
+    /// Address space per process of a confined command, bytes (0: no limit).
+    /// Default: 8589934592 (8 GiB).
+    pub shell_memory_bytes: u64,
+    /// Processes a confined command may run at once (a pids cgroup per command, and
+    /// `RLIMIT_NPROC`) (0: no limit). Default: 1024.
+    pub shell_max_processes: u64,
+    /// Largest file a confined command may write, bytes (0: no limit).
+    /// Default: 4294967296 (4 GiB).
+    pub shell_max_file_bytes: u64,
+    /// More directories confined commands may read and execute, separated by `:` (e.g. a
+    /// toolchain in a home directory: `/home/me/.cargo:/home/me/.rustup`). One that
+    /// contains the AppRoot makes every command refused. Not settable by project defaults.
+    /// Default: none.
+    pub shell_read_paths: Option<String>,
     /// Time an MCP tool call may take before it is cancelled (`notifications/cancelled`)
     /// and the model gets a timeout error, in milliseconds. Read at start-up. Default: 120000.
     pub mcp_tool_timeout_ms: u64,
@@ -230,6 +257,13 @@ impl Default for Settings {
             max_frame_bytes: 4 * 1024 * 1024,
             shell_timeout_ms: 120_000,
             shell_max_timeout_ms: 600_000,
+            shell_confinement: "auto".into(),
+            shell_network: false,
+            shell_cpu_seconds: 600,
+            shell_memory_bytes: 8 << 30,
+            shell_max_processes: 1024,
+            shell_max_file_bytes: 4 << 30,
+            shell_read_paths: None,
             mcp_tool_timeout_ms: 120_000,
             tool_output_cap_bytes: 30_000,
             model_max_retries: 2,
@@ -291,6 +325,13 @@ impl std::fmt::Debug for Settings {
             .field("max_frame_bytes", &self.max_frame_bytes)
             .field("shell_timeout_ms", &self.shell_timeout_ms)
             .field("shell_max_timeout_ms", &self.shell_max_timeout_ms)
+            .field("shell_confinement", &self.shell_confinement)
+            .field("shell_network", &self.shell_network)
+            .field("shell_cpu_seconds", &self.shell_cpu_seconds)
+            .field("shell_memory_bytes", &self.shell_memory_bytes)
+            .field("shell_max_processes", &self.shell_max_processes)
+            .field("shell_max_file_bytes", &self.shell_max_file_bytes)
+            .field("shell_read_paths", &self.shell_read_paths)
             .field("mcp_tool_timeout_ms", &self.mcp_tool_timeout_ms)
             .field("tool_output_cap_bytes", &self.tool_output_cap_bytes)
             .field("model_max_retries", &self.model_max_retries)

@@ -2,6 +2,7 @@
 //! WebSocket endpoint `/v1/ws`. Types only — no I/O, no business logic. `docs/protocol.md`
 //! is the prose version of this crate.
 
+pub mod confinement;
 pub mod error;
 pub mod event;
 pub mod frame;
@@ -11,11 +12,14 @@ pub mod state;
 pub mod table;
 pub mod team;
 
+pub use confinement::Confinement;
 pub use error::{ErrorCode, ErrorObject};
 pub use event::{Decision, Event, TodoItem, ToolCallInfo, Usage};
 pub use frame::{ClientFrame, DeltaFrame, EventFrame, ServerFrame};
 pub use goal::{GoalBudgets, GoalState, GoalUsage};
-pub use state::{ApiType, RunFailureCode, RunStatus, SessionStatus};
+pub use state::{
+    ApiType, ConfinementLevel, ProcessLimit, RunFailureCode, RunStatus, SessionStatus,
+};
 pub use table::{request, Method, Request, Route, Scope};
 pub use team::{team_board_stream, team_member_stream, MemberStatus, TaskStatus};
 

@@ -51,6 +51,10 @@ pub struct HelloResult {
     pub protocol: u32,
     pub server: ServerInfo,
     pub identity: Identity,
+    /// What the `shell` tool's sandbox can enforce on the server's host (docs/sandbox.md).
+    /// Absent from servers that predate it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confinement: Option<crate::Confinement>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

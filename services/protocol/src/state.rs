@@ -172,6 +172,38 @@ wire_names! {
     }
 }
 
+wire_names! {
+    /// How far the `shell` tool's sandbox can confine a command on this host
+    /// (`Confinement.level`, docs/sandbox.md).
+    #[derive(Default)]
+    pub enum ConfinementLevel {
+        /// Every layer: filesystem (Landlock, with signal and abstract-socket scoping),
+        /// seccomp, no network, resource limits and a bound on processes.
+        Full = "full",
+        /// Filesystem, network and resource limits are enforced; something else is missing
+        /// (listed in `Confinement.missing`).
+        Partial = "partial",
+        /// The filesystem or the network cannot be confined: the cluster profile refuses
+        /// to run commands.
+        #[default]
+        None = "none",
+    }
+}
+
+wire_names! {
+    /// What bounds the number of processes a command may start (`Confinement.process_limit`).
+    #[derive(Default)]
+    pub enum ProcessLimit {
+        /// `RLIMIT_NPROC` (it counts every process of the backend's user).
+        Rlimit = "rlimit",
+        /// A pids cgroup per command (for root, whom `RLIMIT_NPROC` does not bind).
+        Cgroup = "cgroup",
+        /// Nothing: root without a writable pids cgroup.
+        #[default]
+        None = "none",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,6 +259,8 @@ mod tests {
             ],
         );
         round_trips(ApiType::KNOWN, &["anthropic", "openai_compatible", "auto"]);
+        round_trips(ConfinementLevel::KNOWN, &["full", "partial", "none"]);
+        round_trips(ProcessLimit::KNOWN, &["rlimit", "cgroup", "none"]);
     }
 
     #[test]

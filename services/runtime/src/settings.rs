@@ -8,6 +8,7 @@ use std::time::Duration;
 use lumina_config::{AppRoot, Env, MissingModel, Settings};
 use lumina_model::{ApiType, ModelClient, ModelEndpoint, ModelError, ModelOptions};
 use lumina_tools::permission::{PermissionEngine, PermissionMode, PermissionRules};
+use lumina_tools::{ConfinementMode, ShellConfinement, ShellLimits};
 use serde_json::{Map, Value};
 
 use crate::hooks::HookSet;
@@ -82,6 +83,8 @@ pub struct RunSettings {
     pub shell_max_timeout_ms: u64,
     pub output_cap_bytes: usize,
     pub web_search_url: Option<String>,
+    /// The `shell` tool's sandbox (docs/sandbox.md).
+    pub shell: ShellConfinement,
     pub hooks: HookSet,
     /// Hooks left out because their matcher is invalid (reported as warnings).
     pub hook_problems: Vec<String>,
@@ -120,6 +123,7 @@ impl RunSettings {
             overrides,
             history_from_seq,
             web_search_url: settings.web_search_url.clone(),
+            shell: shell_confinement(&settings, app_root),
             hooks,
             hook_problems,
             permission_mode,
@@ -172,6 +176,39 @@ impl RunSettings {
     }
 }
 
+/// `shell_confinement` and the limits, resolved for the profile: the cluster profile never
+/// runs a command unconfined (`auto` and `off` mean `required` there), the local one
+/// confines as far as the host allows under `auto`. The AppRoot is protected: a project
+/// that contains it cannot run commands confined.
+pub fn shell_confinement(settings: &Settings, app_root: &AppRoot) -> ShellConfinement {
+    let cluster = settings.session_runtime_backend == "cluster";
+    let mode = match (settings.shell_confinement.as_str(), cluster) {
+        ("required", _) | (_, true) => ConfinementMode::Required,
+        ("off", false) => ConfinementMode::Off,
+        _ => ConfinementMode::BestEffort,
+    };
+    ShellConfinement {
+        mode,
+        network_allowed: settings.shell_network,
+        limits: ShellLimits {
+            cpu_seconds: settings.shell_cpu_seconds,
+            address_space_bytes: settings.shell_memory_bytes,
+            processes: settings.shell_max_processes,
+            file_size_bytes: settings.shell_max_file_bytes,
+        },
+        protected: vec![app_root.path().to_path_buf()],
+        read_only: settings
+            .shell_read_paths
+            .as_deref()
+            .map(|paths| {
+                std::env::split_paths(paths)
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .collect()
+            })
+            .unwrap_or_default(),
+    }
+}
+
 /// Clients built so far. Settings are re-read every step, but building a client (its HTTP
 /// connection pool and TLS configuration) on every step would throw away warm connections;
 /// a client is reused while its endpoints and options are unchanged.
@@ -196,4 +233,65 @@ fn cached_client(
     }
     clients.push(client.clone());
     Ok(client)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn mode(confinement: &str, backend: &str) -> ConfinementMode {
+        let settings = Settings {
+            shell_confinement: confinement.into(),
+            session_runtime_backend: backend.into(),
+            ..Settings::default()
+        };
+        shell_confinement(&settings, &AppRoot::new("/srv/lumina")).mode
+    }
+
+    #[test]
+    fn the_cluster_profile_always_requires_confinement() {
+        assert_eq!(mode("auto", "local"), ConfinementMode::BestEffort);
+        assert_eq!(mode("off", "local"), ConfinementMode::Off);
+        assert_eq!(mode("required", "local"), ConfinementMode::Required);
+        for setting in ["auto", "off", "required"] {
+            assert_eq!(
+                mode(setting, "cluster"),
+                ConfinementMode::Required,
+                "{setting}"
+            );
+        }
+    }
+
+    #[test]
+    fn limits_and_the_app_root_come_from_the_settings() {
+        let settings = Settings {
+            shell_network: true,
+            shell_cpu_seconds: 5,
+            shell_memory_bytes: 6,
+            shell_max_processes: 7,
+            shell_max_file_bytes: 8,
+            shell_read_paths: Some("/opt/a::/home/me/.cargo".into()),
+            ..Settings::default()
+        };
+        let shell = shell_confinement(&settings, &AppRoot::new("/srv/lumina"));
+        assert_eq!(
+            shell,
+            ShellConfinement {
+                mode: ConfinementMode::BestEffort,
+                network_allowed: true,
+                limits: ShellLimits {
+                    cpu_seconds: 5,
+                    address_space_bytes: 6,
+                    processes: 7,
+                    file_size_bytes: 8,
+                },
+                protected: vec![std::path::PathBuf::from("/srv/lumina")],
+                read_only: vec![
+                    std::path::PathBuf::from("/opt/a"),
+                    std::path::PathBuf::from("/home/me/.cargo"),
+                ],
+            }
+        );
+    }
 }

@@ -128,6 +128,7 @@ pub(crate) async fn run_tool(
         shell_max_timeout_ms: settings.shell_max_timeout_ms,
         output_cap_bytes: settings.output_cap_bytes,
         web_search_url: settings.web_search_url.clone(),
+        shell: settings.shell.clone(),
     };
     let scope = HookScope {
         journal,

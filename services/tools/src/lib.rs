@@ -38,6 +38,49 @@ pub struct ToolContext {
     pub output_cap_bytes: usize,
     /// The `web_search_url` setting: the SearxNG-compatible endpoint `web_search` asks.
     pub web_search_url: Option<String>,
+    /// How `shell` confines its commands (docs/sandbox.md).
+    pub shell: ShellConfinement,
+}
+
+/// Whether `shell` confines its commands (the `shell_confinement` setting, resolved for the
+/// profile).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConfinementMode {
+    /// Refuse commands unless the filesystem, the network and the limits can be confined
+    /// (the cluster profile; `shell_confinement = required`).
+    Required,
+    /// Confine as far as the host allows; the result says what is missing (local `auto`).
+    BestEffort,
+    /// No sandbox; every result carries a warning (local `off`).
+    Off,
+}
+
+/// The `shell` tool's sandbox settings for one call.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ShellConfinement {
+    pub mode: ConfinementMode,
+    /// `shell_network`: whether a call may ask for the network.
+    pub network_allowed: bool,
+    pub limits: ShellLimits,
+    /// Paths no command may reach even when they lie under a readable directory (the
+    /// AppRoot): a call whose workspace contains one is refused.
+    pub protected: Vec<PathBuf>,
+    /// `shell_read_paths`: more directories commands may read and execute.
+    pub read_only: Vec<PathBuf>,
+}
+
+impl Default for ShellConfinement {
+    /// Best effort, no network, the default limits, nothing protected beyond the
+    /// sandbox's own rules.
+    fn default() -> Self {
+        Self {
+            mode: ConfinementMode::BestEffort,
+            network_allowed: false,
+            limits: ShellLimits::default(),
+            protected: Vec::new(),
+            read_only: Vec::new(),
+        }
+    }
 }
 
 impl ToolContext {
@@ -65,6 +108,7 @@ impl ToolContext {
             shell_max_timeout_ms: Self::DEFAULT_SHELL_MAX_TIMEOUT_MS,
             output_cap_bytes: Self::DEFAULT_OUTPUT_CAP_BYTES,
             web_search_url: None,
+            shell: ShellConfinement::default(),
         }
     }
 }
@@ -166,3 +210,6 @@ impl ToolRegistry {
 
 pub use builtin::builtin_registry;
 pub use error::{Error, Result};
+/// The `shell` tool's resource limits (`shell_cpu_seconds`, `shell_memory_bytes`,
+/// `shell_max_processes`, `shell_max_file_bytes`).
+pub use lumina_sandbox::Limits as ShellLimits;

@@ -160,6 +160,7 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
         Box::new(RedisWindow(Windows::new(redis.clone()))),
         metrics.clone(),
     );
+    crate::doctor::log_confinement(true);
     let info = ServerInfo {
         name: "lumina-backend".into(),
         version: env!("CARGO_PKG_VERSION").into(),

@@ -160,7 +160,13 @@ impl Node {
         let runtime = Runtime::new(
             RuntimeOptions {
                 app_root: self.app_root.clone(),
-                env: self.env.clone(),
+                // Runs read their settings from this snapshot: whatever the files say,
+                // this runtime is the cluster profile's (the shell refuses to run
+                // unconfined there, docs/sandbox.md).
+                env: self
+                    .env
+                    .clone()
+                    .with("LUMINA_SESSION_RUNTIME_BACKEND", "cluster"),
                 tenant: tenant.to_string(),
                 default_project_root: self.project_root.clone(),
             },

@@ -19,6 +19,7 @@ mod mcp_client;
 mod mcp_server;
 mod memory;
 mod permissions;
+mod shell_sandbox;
 mod subagents;
 mod support;
 mod team;

@@ -5,10 +5,14 @@
 //! always written to `{results_dir}/{call_id}.log`. The command runs in its own process group
 //! with stdin closed; a timeout or an interrupt kills the whole group.
 //!
-//! Confinement (Landlock, docs/design.md#shell-confinement) is not applied here yet; in the
-//! local profile the permission engine is the guard. Variables named `LUMINA_*` and `LLM_*`
-//! are removed from the command's environment: they carry the runtime's own credentials
-//! (API keys, JWTs).
+//! Unless `shell_confinement` is `off` (local profile only), the command runs in the
+//! sandbox of `lumina-sandbox` (docs/sandbox.md): it reads and writes the project root and a
+//! private temporary directory (its `TMPDIR` and `HOME`), reads the system's toolchain, and
+//! nothing else; no network unless the call asks for it (`network: true`, allowed by
+//! `shell_network`); CPU, memory, process and file-size limits. Its background jobs end with
+//! it. Where the host cannot confine it, the cluster profile refuses and the local profile
+//! says what is missing. Variables named `LUMINA_*` and `LLM_*` are removed from the
+//! command's environment: they carry the runtime's own credentials (API keys, JWTs).
 
 use std::path::{Path, PathBuf};
 use std::process::{ExitStatus, Stdio};
@@ -22,10 +26,12 @@ use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::{ChildStderr, ChildStdout, Command};
 use tokio::time::Instant;
 
+use lumina_sandbox::{Enforcement, Policy, Sandbox};
+
 use super::process_group::GroupGuard;
 use super::shell_output::Sink;
 use super::{args, fsutil};
-use crate::{paths, Tool, ToolContext, ToolDescriptor, ToolOutput};
+use crate::{paths, ConfinementMode, Tool, ToolContext, ToolDescriptor, ToolOutput};
 
 pub(crate) const NAME: &str = "shell";
 /// After the shell exits, how long to keep reading from background jobs that still hold
@@ -44,6 +50,8 @@ pub struct Shell;
 struct Args {
     command: String,
     timeout_ms: Option<u64>,
+    #[serde(default)]
+    network: bool,
 }
 
 fn schema() -> Value {
@@ -51,7 +59,8 @@ fn schema() -> Value {
         "type": "object",
         "properties": {
             "command": {"type": "string", "description": "The command, run with `bash -c` in the project root. stdin is closed."},
-            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (the session default when omitted; capped at the session maximum)."}
+            "timeout_ms": {"type": "integer", "minimum": 1, "description": "Timeout in milliseconds (the session default when omitted; capped at the session maximum)."},
+            "network": {"type": "boolean", "description": "Let this command use the network (off by default; needs the `shell_network` setting and is shown in the permission request)."}
         },
         "required": ["command"],
         "additionalProperties": false
@@ -79,9 +88,14 @@ impl Tool for Shell {
     }
 
     async fn preview(&self, _ctx: &ToolContext, args: &Value) -> Option<String> {
-        args.get("command")
-            .and_then(Value::as_str)
-            .map(str::to_string)
+        let command = args.get("command").and_then(Value::as_str)?;
+        if args.get("network").and_then(Value::as_bool) == Some(true) {
+            Some(format!(
+                "{command}\n[network: on — this command may use the network]"
+            ))
+        } else {
+            Some(command.to_string())
+        }
     }
 }
 
@@ -105,6 +119,14 @@ async fn run(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolOutput> {
         .max(1);
     let root =
         paths::canonical_root(&ctx.project_root).map_err(|e| ToolOutput::error(e.to_string()))?;
+
+    if args.network && !ctx.shell.network_allowed {
+        return Err(ToolOutput::error(
+            "network access is off for shell commands (the `shell_network` setting); run the \
+             command without `network`",
+        ));
+    }
+    let mut sandbox = confine(ctx, &root, args.network)?;
 
     let log_path = ctx
         .results_dir
@@ -133,10 +155,18 @@ async fn run(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolOutput> {
         }
     }
 
+    if let Some(sandbox) = sandbox.as_mut() {
+        sandbox.apply(&mut cmd);
+    }
+
     let started = Instant::now();
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| ToolOutput::error(format!("failed to start the shell: {e}")))?;
+    let mut child = cmd.spawn().map_err(|e| {
+        ToolOutput::error(if sandbox.is_some() {
+            format!("failed to start the shell in its sandbox: {e}")
+        } else {
+            format!("failed to start the shell: {e}")
+        })
+    })?;
     let mut guard = GroupGuard::new(child.id());
     let mut pipes = Pipes {
         out: child.stdout.take(),
@@ -187,6 +217,11 @@ async fn run(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolOutput> {
     }
     let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let captured = sink.finish().await;
+    let confinement = describe_confinement(ctx, sandbox.as_ref(), args.network);
+    if let Some(sandbox) = sandbox {
+        // Kills what the command left in its cgroup; blocking file-system work.
+        let _ = tokio::task::spawn_blocking(move || sandbox.finish()).await;
+    }
 
     let mut content = if captured.text.is_empty() {
         "(no output)\n".to_string()
@@ -210,6 +245,10 @@ async fn run(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolOutput> {
     }
     if let Some(e) = &captured.log_error {
         content.push_str(&format!("[the full output could not be saved: {e}]\n"));
+    }
+
+    if let Some(note) = &confinement.note {
+        content.push_str(note);
     }
 
     let mut exit_code = None;
@@ -246,8 +285,85 @@ async fn run(ctx: &ToolContext, args: Value) -> Result<ToolOutput, ToolOutput> {
             "interrupted": ending == Ending::Interrupted,
             "timeout_ms": timeout_ms,
             "duration_ms": duration_ms,
+            "confinement": confinement.metadata,
         }),
     })
+}
+
+/// Prepares the sandbox for one command, or `None` when `shell_confinement` is `off`.
+fn confine(ctx: &ToolContext, root: &Path, network: bool) -> Result<Option<Sandbox>, ToolOutput> {
+    let enforcement = match ctx.shell.mode {
+        ConfinementMode::Off => {
+            tracing::warn!(session_id = %ctx.session_id, "shell command runs unconfined");
+            return Ok(None);
+        }
+        ConfinementMode::Required => Enforcement::Required,
+        ConfinementMode::BestEffort => Enforcement::BestEffort,
+    };
+    let policy = Policy {
+        read_write: vec![root.to_path_buf()],
+        read_only: ctx.shell.read_only.clone(),
+        protected: ctx.shell.protected.clone(),
+        network,
+        limits: ctx.shell.limits,
+        enforcement,
+    };
+    match Sandbox::prepare(&policy) {
+        Ok(sandbox) => Ok(Some(sandbox)),
+        Err(e) => {
+            tracing::warn!(session_id = %ctx.session_id, error = %e, "shell command refused");
+            Err(ToolOutput::error(format!(
+                "refused to run the command: {e}. The shell never runs commands unconfined \
+                 unless the user sets `shell_confinement` to `off` (local profile only)."
+            ))
+            .with_metadata(json!({"confinement": {"refused": e.to_string()}})))
+        }
+    }
+}
+
+/// The result's note on confinement and its `confinement` metadata.
+struct ConfinementInfo {
+    note: Option<String>,
+    metadata: Value,
+}
+
+fn describe_confinement(
+    ctx: &ToolContext,
+    sandbox: Option<&Sandbox>,
+    network: bool,
+) -> ConfinementInfo {
+    match sandbox {
+        None => ConfinementInfo {
+            note: Some(
+                "[warning: this command ran unconfined (shell_confinement = off): it could read \
+                 and write everything the backend's user can, and use the network]\n"
+                    .to_string(),
+            ),
+            metadata: json!({"mode": "off", "level": "none", "network": true}),
+        },
+        Some(sandbox) => {
+            let missing = sandbox.missing();
+            let note = (!missing.is_empty()).then(|| {
+                format!(
+                    "[confinement is partial on this host: {}]\n",
+                    missing.join("; ")
+                )
+            });
+            let mode = match ctx.shell.mode {
+                ConfinementMode::Required => "required",
+                _ => "best_effort",
+            };
+            ConfinementInfo {
+                note,
+                metadata: json!({
+                    "mode": mode,
+                    "level": sandbox.level().as_str(),
+                    "network": network,
+                    "missing": missing,
+                }),
+            }
+        }
+    }
 }
 
 /// Appends the exit line and returns whether the command failed.

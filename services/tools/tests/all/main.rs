@@ -7,6 +7,7 @@ mod files;
 mod registry;
 mod search;
 mod shell;
+mod shell_confined;
 mod todo;
 mod web;
 
