@@ -17,16 +17,13 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::Router;
 use futures::StreamExt;
-use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::error::Error;
 use crate::jsonrpc::{self, Id, Method, Version};
+use crate::params::Params;
 use crate::service::A2aService;
-use crate::types::{
-    GetTaskRequest, ListPushConfigsRequest, ListTasksRequest, PushConfigRef, SendMessageRequest,
-    StreamResponse, TaskIdRequest, TaskPushNotificationConfig,
-};
+use crate::types::StreamResponse;
 
 pub const CARD_PATH: &str = "/.well-known/agent-card.json";
 /// Largest JSON-RPC request body.
@@ -215,19 +212,19 @@ async fn rpc(State(state): State<HttpState>, headers: HeaderMap, body: Body) -> 
         let error = Error::InvalidRequest("the credentials lack the scope for this method".into());
         return error_response(StatusCode::FORBIDDEN, &request.id, &error, version);
     }
-    let params = match version {
-        Version::V03 => crate::v03::params_in(method, request.params),
-        Version::V1 => request.params,
-    };
     let id = request.id;
+    let params = match Params::decode(method, version, request.params) {
+        Ok(p) => p,
+        Err(error) => return error_response(StatusCode::OK, &id, &error, version),
+    };
     let owner = principal.owner;
     if method.is_streaming() {
-        return match stream(&state.service, &owner, method, params).await {
+        return match stream(&state.service, &owner, params).await {
             Ok(events) => sse(id, method, version, events),
             Err(error) => error_response(StatusCode::OK, &id, &error, version),
         };
     }
-    match call(&state.service, &owner, method, params).await {
+    match call(&state.service, &owner, params).await {
         Ok(result) => {
             let result = match version {
                 Version::V03 => crate::v03::result_out(method, result),
@@ -239,60 +236,25 @@ async fn rpc(State(state): State<HttpState>, headers: HeaderMap, body: Body) -> 
     }
 }
 
-fn params<T: DeserializeOwned>(params: Map<String, Value>) -> Result<T, Error> {
-    serde_json::from_value(Value::Object(params)).map_err(|e| Error::InvalidParams(e.to_string()))
-}
-
 fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, Error> {
     serde_json::to_value(value).map_err(|e| Error::Internal(format!("encode: {e}")))
 }
 
-async fn call(
-    service: &A2aService,
-    owner: &str,
-    method: Method,
-    p: Map<String, Value>,
-) -> Result<Value, Error> {
-    match method {
-        Method::SendMessage => to_value(
-            &service
-                .send(owner, params::<SendMessageRequest>(p)?)
-                .await?,
-        ),
-        Method::GetTask => to_value(
-            &service
-                .get_task(owner, params::<GetTaskRequest>(p)?)
-                .await?,
-        ),
-        Method::ListTasks => to_value(
-            &service
-                .list_tasks(owner, params::<ListTasksRequest>(p)?)
-                .await?,
-        ),
-        Method::CancelTask => to_value(&service.cancel(owner, params::<TaskIdRequest>(p)?).await?),
-        Method::CreatePushConfig => to_value(
-            &service
-                .create_push_config(owner, params::<TaskPushNotificationConfig>(p)?)
-                .await?,
-        ),
-        Method::GetPushConfig => to_value(
-            &service
-                .get_push_config(owner, params::<PushConfigRef>(p)?)
-                .await?,
-        ),
-        Method::ListPushConfigs => to_value(
-            &service
-                .list_push_configs(owner, params::<ListPushConfigsRequest>(p)?)
-                .await?,
-        ),
-        Method::DeletePushConfig => {
-            service
-                .delete_push_config(owner, params::<PushConfigRef>(p)?)
-                .await?;
+async fn call(service: &A2aService, owner: &str, params: Params) -> Result<Value, Error> {
+    match params {
+        Params::SendMessage(p) => to_value(&service.send(owner, p).await?),
+        Params::GetTask(p) => to_value(&service.get_task(owner, p).await?),
+        Params::ListTasks(p) => to_value(&service.list_tasks(owner, p).await?),
+        Params::CancelTask(p) => to_value(&service.cancel(owner, p).await?),
+        Params::CreatePushConfig(p) => to_value(&service.create_push_config(owner, p).await?),
+        Params::GetPushConfig(p) => to_value(&service.get_push_config(owner, p).await?),
+        Params::ListPushConfigs(p) => to_value(&service.list_push_configs(owner, p).await?),
+        Params::DeletePushConfig(p) => {
+            service.delete_push_config(owner, p).await?;
             Ok(serde_json::json!({}))
         }
-        Method::GetExtendedAgentCard => to_value(&service.extended_card()?.card),
-        Method::SendStreamingMessage | Method::SubscribeToTask => Err(Error::Internal(
+        Params::GetExtendedAgentCard => to_value(&service.extended_card()?.card),
+        Params::SendStreamingMessage(_) | Params::SubscribeToTask(_) => Err(Error::Internal(
             "a streaming method reached the unary path".into(),
         )),
     }
@@ -301,21 +263,16 @@ async fn call(
 async fn stream(
     service: &A2aService,
     owner: &str,
-    method: Method,
-    p: Map<String, Value>,
+    params: Params,
 ) -> Result<crate::service::EventStream, Error> {
     if !service.card().card.capabilities.streaming {
         return Err(Error::UnsupportedOperation(
             "streaming is not enabled".into(),
         ));
     }
-    match method {
-        Method::SendStreamingMessage => {
-            service
-                .send_stream(owner, params::<SendMessageRequest>(p)?)
-                .await
-        }
-        Method::SubscribeToTask => service.subscribe(owner, params::<TaskIdRequest>(p)?).await,
+    match params {
+        Params::SendStreamingMessage(p) => service.send_stream(owner, p).await,
+        Params::SubscribeToTask(p) => service.subscribe(owner, p).await,
         _ => Err(Error::Internal(
             "a unary method reached the stream path".into(),
         )),

@@ -12,6 +12,7 @@ pub mod fixture;
 pub mod http;
 pub mod jsonrpc;
 mod ops;
+pub mod params;
 pub mod push;
 pub mod service;
 pub mod store;

@@ -37,6 +37,8 @@ pub(crate) struct Channel {
     lock: tokio::sync::Mutex<()>,
     /// The task exists in the store (false until a new task's first non-message event).
     created: AtomicBool,
+    /// The executor answered with a direct message: there is no task.
+    answered: AtomicBool,
     /// Cancels the running execution, if any.
     running: Mutex<Option<CancellationToken>>,
 }
@@ -410,6 +412,7 @@ impl Shared {
             tx: broadcast::channel(CHANNEL_CAPACITY).0,
             lock: tokio::sync::Mutex::new(()),
             created: AtomicBool::new(true),
+            answered: AtomicBool::new(false),
             running: Mutex::new(None),
         });
         channels.insert(task_id.to_owned(), channel.clone());
@@ -421,6 +424,7 @@ impl Shared {
             tx: broadcast::channel(CHANNEL_CAPACITY).0,
             lock: tokio::sync::Mutex::new(()),
             created: AtomicBool::new(false),
+            answered: AtomicBool::new(false),
             running: Mutex::new(None),
         });
         self.channels
@@ -454,7 +458,10 @@ async fn finish(sink: &EventSink, channel: Arc<Channel>, outcome: Result<(), Exe
             let message = sink.agent_text(&reason);
             sink.status(TaskState::Failed, Some(message)).await
         }
-        Ok(()) if !channel.created.load(Ordering::SeqCst) => {
+        Ok(())
+            if !channel.created.load(Ordering::SeqCst)
+                && !channel.answered.load(Ordering::SeqCst) =>
+        {
             create_if_needed(sink, &channel).await.map(|_| ())
         }
         Ok(()) => Ok(()),
@@ -500,10 +507,16 @@ pub(crate) async fn publish(sink: &EventSink, event: StreamResponse) -> Result<(
         return Ok(());
     };
     let _guard = channel.lock.lock().await;
+    if channel.answered.load(Ordering::SeqCst) {
+        return Err(Error::InvalidAgentResponse(
+            "an event after the direct message answer".into(),
+        ));
+    }
     if !channel.created.load(Ordering::SeqCst) {
         if let StreamResponse::Message(mut message) = event {
             // A direct answer: no task is created.
             message.task_id = None;
+            channel.answered.store(true, Ordering::SeqCst);
             let _ = channel.tx.send(StreamResponse::Message(message));
             shared.close(&sink.task_id, &channel);
             return Ok(());
