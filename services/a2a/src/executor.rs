@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::card::AgentSkill;
 use crate::error::Result;
+use crate::http::Principal;
 use crate::service::Shared;
 use crate::types::{
     Artifact, Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus,
@@ -29,8 +30,8 @@ pub enum ExecutorError {
 /// One message to execute.
 #[derive(Debug, Clone)]
 pub struct RequestContext {
-    /// The principal (tenant and subject) the task belongs to.
-    pub owner: String,
+    /// Who sent the message; the task belongs to `principal.owner`.
+    pub principal: Principal,
     pub task_id: String,
     pub context_id: String,
     /// The new message (its `taskId` and `contextId` filled in).
@@ -55,9 +56,29 @@ pub trait Executor: Send + Sync + 'static {
         events: EventSink,
     ) -> std::result::Result<(), ExecutorError>;
 
+    /// The contextId of a message that starts a new task: the client's (`requested`) when
+    /// acceptable, else a new one. The default takes any client value.
+    async fn new_context(&self, _principal: &Principal, requested: Option<&str>) -> Result<String> {
+        Ok(requested
+            .filter(|c| !c.is_empty())
+            .map(str::to_owned)
+            .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()))
+    }
+
     /// Cancels a task. The default reports `TASK_STATE_CANCELED`.
-    async fn cancel(&self, _task: &Task, _owner: &str, events: EventSink) -> Result<()> {
+    async fn cancel(&self, _task: &Task, _principal: &Principal, events: EventSink) -> Result<()> {
         events.status(TaskState::Canceled, None).await
+    }
+
+    /// Brings a stored, unfinished task that no execution follows up to date (after a
+    /// restart, or when its work went on elsewhere). The default does nothing.
+    async fn refresh(
+        &self,
+        _task: &Task,
+        _principal: &Principal,
+        _events: EventSink,
+    ) -> Result<()> {
+        Ok(())
     }
 }
 
@@ -109,6 +130,11 @@ impl EventSink {
             metadata: None,
         }))
         .await
+    }
+
+    /// Merges `metadata` (an object) into the task's metadata; no event is sent.
+    pub async fn set_metadata(&self, metadata: Value) -> Result<()> {
+        crate::service::merge_metadata(self, metadata).await
     }
 
     /// A direct answer instead of a task: only as the first and only event.

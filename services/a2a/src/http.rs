@@ -38,6 +38,9 @@ pub struct Principal {
     pub owner: String,
     pub can_read: bool,
     pub can_write: bool,
+    /// What the authenticator knows about the caller, for the executor (the backend puts
+    /// its `Identity` here). Never logged.
+    pub identity: serde_json::Value,
 }
 
 /// Why a call has no principal: 401.
@@ -61,6 +64,7 @@ impl Authenticator for OpenAccess {
             owner: "anonymous".into(),
             can_read: true,
             can_write: true,
+            identity: serde_json::Value::Null,
         })
     }
 }
@@ -217,14 +221,13 @@ async fn rpc(State(state): State<HttpState>, headers: HeaderMap, body: Body) -> 
         Ok(p) => p,
         Err(error) => return error_response(StatusCode::OK, &id, &error, version),
     };
-    let owner = principal.owner;
     if method.is_streaming() {
-        return match stream(&state.service, &owner, params).await {
+        return match stream(&state.service, &principal, params).await {
             Ok(events) => sse(id, method, version, events),
             Err(error) => error_response(StatusCode::OK, &id, &error, version),
         };
     }
-    match call(&state.service, &owner, params).await {
+    match call(&state.service, &principal, params).await {
         Ok(result) => {
             let result = match version {
                 Version::V03 => crate::v03::result_out(method, result),
@@ -240,7 +243,7 @@ fn to_value<T: serde::Serialize>(value: &T) -> Result<Value, Error> {
     serde_json::to_value(value).map_err(|e| Error::Internal(format!("encode: {e}")))
 }
 
-async fn call(service: &A2aService, owner: &str, params: Params) -> Result<Value, Error> {
+async fn call(service: &A2aService, owner: &Principal, params: Params) -> Result<Value, Error> {
     match params {
         Params::SendMessage(p) => to_value(&service.send(owner, p).await?),
         Params::GetTask(p) => to_value(&service.get_task(owner, p).await?),
@@ -262,7 +265,7 @@ async fn call(service: &A2aService, owner: &str, params: Params) -> Result<Value
 
 async fn stream(
     service: &A2aService,
-    owner: &str,
+    owner: &Principal,
     params: Params,
 ) -> Result<crate::service::EventStream, Error> {
     if !service.card().card.capabilities.streaming {

@@ -4,6 +4,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 
 use crate::error::{Error, Result};
+use crate::http::Principal;
 use crate::service::{check_history_length, trim_history, A2aService};
 use crate::types::{
     ListPushConfigsRequest, ListPushConfigsResponse, ListTasksRequest, ListTasksResponse,
@@ -40,9 +41,10 @@ impl A2aService {
     /// `ListTasks`: the caller's tasks, newest-updated first.
     pub async fn list_tasks(
         &self,
-        owner: &str,
+        principal: &Principal,
         request: ListTasksRequest,
     ) -> Result<ListTasksResponse> {
+        let owner = principal.owner.as_str();
         let size = page_size(request.page_size)?;
         let history_length = check_history_length(request.history_length)?;
         let after = match request.status_timestamp_after.as_deref() {
@@ -125,10 +127,11 @@ impl A2aService {
     /// `CreateTaskPushNotificationConfig`.
     pub async fn create_push_config(
         &self,
-        owner: &str,
+        principal: &Principal,
         config: TaskPushNotificationConfig,
     ) -> Result<TaskPushNotificationConfig> {
         self.require_push()?;
+        let owner = principal.owner.as_str();
         let task_id = config
             .task_id
             .clone()
@@ -141,10 +144,11 @@ impl A2aService {
     /// `GetTaskPushNotificationConfig`.
     pub async fn get_push_config(
         &self,
-        owner: &str,
+        principal: &Principal,
         request: PushConfigRef,
     ) -> Result<TaskPushNotificationConfig> {
         self.require_push()?;
+        let owner = principal.owner.as_str();
         self.load(owner, &request.task_id).await?;
         self.store()
             .push_configs(owner, &request.task_id)
@@ -162,10 +166,11 @@ impl A2aService {
     /// `ListTaskPushNotificationConfigs` (one page: configs per task are few).
     pub async fn list_push_configs(
         &self,
-        owner: &str,
+        principal: &Principal,
         request: ListPushConfigsRequest,
     ) -> Result<ListPushConfigsResponse> {
         self.require_push()?;
+        let owner = principal.owner.as_str();
         self.load(owner, &request.task_id).await?;
         let configs = self.store().push_configs(owner, &request.task_id).await?;
         Ok(ListPushConfigsResponse {
@@ -176,8 +181,13 @@ impl A2aService {
 
     /// `DeleteTaskPushNotificationConfig`; deleting a config that is already gone is not
     /// an error (idempotent), an unknown task is.
-    pub async fn delete_push_config(&self, owner: &str, request: PushConfigRef) -> Result<()> {
+    pub async fn delete_push_config(
+        &self,
+        principal: &Principal,
+        request: PushConfigRef,
+    ) -> Result<()> {
         self.require_push()?;
+        let owner = principal.owner.as_str();
         self.load(owner, &request.task_id).await?;
         self.store()
             .delete_push_config(owner, &request.task_id, &request.id)

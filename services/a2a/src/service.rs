@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 use crate::card::CardDocument;
 use crate::error::{Error, Result};
 use crate::executor::{EventSink, Executor, ExecutorError, RequestContext};
+use crate::http::Principal;
 use crate::push::PushSender;
 use crate::store::TaskStore;
 use crate::types::{
@@ -101,10 +102,15 @@ impl A2aService {
 
     /// `SendMessage`: the task once terminal or interrupted (or at once with
     /// `returnImmediately`), or the agent's direct message.
-    pub async fn send(&self, owner: &str, request: SendMessageRequest) -> Result<StreamResponse> {
+    pub async fn send(
+        &self,
+        principal: &Principal,
+        request: SendMessageRequest,
+    ) -> Result<StreamResponse> {
         let config = request.configuration.clone().unwrap_or_default();
         let history_length = check_history_length(config.history_length)?;
-        let mut started = self.start(owner, request).await?;
+        let owner = principal.owner.as_str();
+        let mut started = self.start(principal, request).await?;
         if let Some(task) = &started.snapshot {
             if config.return_immediately {
                 return Ok(StreamResponse::Task(trim_history(
@@ -150,24 +156,25 @@ impl A2aService {
     /// terminal or interrupted.
     pub async fn send_stream(
         &self,
-        owner: &str,
+        principal: &Principal,
         request: SendMessageRequest,
     ) -> Result<EventStream> {
-        let started = self.start(owner, request).await?;
+        let started = self.start(principal, request).await?;
         let first = started.snapshot.clone().map(StreamResponse::Task);
         Ok(event_stream(first, started.rx, Some(started.done), true))
     }
 
     /// `GetTask`.
-    pub async fn get_task(&self, owner: &str, request: GetTaskRequest) -> Result<Task> {
+    pub async fn get_task(&self, principal: &Principal, request: GetTaskRequest) -> Result<Task> {
         let history_length = check_history_length(request.history_length)?;
-        let task = self.load(owner, &request.id).await?;
+        let task = self.refreshed(principal, &request.id).await?;
         Ok(trim_history(task, history_length))
     }
 
     /// `CancelTask`: the task as canceled.
-    pub async fn cancel(&self, owner: &str, request: TaskIdRequest) -> Result<Task> {
-        let task = self.load(owner, &request.id).await?;
+    pub async fn cancel(&self, principal: &Principal, request: TaskIdRequest) -> Result<Task> {
+        let owner = principal.owner.as_str();
+        let task = self.refreshed(principal, &request.id).await?;
         if task.status.state.is_terminal() {
             return Err(Error::TaskNotCancelable(format!(
                 "task {} is {}",
@@ -186,7 +193,7 @@ impl A2aService {
         let sink = self.sink(owner, &task, None);
         self.shared
             .executor
-            .cancel(&task, owner, sink.clone())
+            .cancel(&task, principal, sink.clone())
             .await?;
         let after = self.load(owner, &task.id).await?;
         if !after.status.state.is_terminal() {
@@ -204,8 +211,13 @@ impl A2aService {
     }
 
     /// `SubscribeToTask`: the current task first, then its events until it is terminal.
-    pub async fn subscribe(&self, owner: &str, request: TaskIdRequest) -> Result<EventStream> {
-        let task = self.load(owner, &request.id).await?;
+    pub async fn subscribe(
+        &self,
+        principal: &Principal,
+        request: TaskIdRequest,
+    ) -> Result<EventStream> {
+        let owner = principal.owner.as_str();
+        let task = self.refreshed(principal, &request.id).await?;
         if task.status.state.is_terminal() {
             return Err(Error::UnsupportedOperation(format!(
                 "task {} is {}: there is nothing to subscribe to",
@@ -235,6 +247,29 @@ impl A2aService {
         ))
     }
 
+    /// The task, after the executor brought a task nobody is following up to date (lazy
+    /// advancement: e.g. after a restart, from the session journal).
+    async fn refreshed(&self, principal: &Principal, id: &str) -> Result<Task> {
+        let task = self.load(&principal.owner, id).await?;
+        if task.status.state.is_terminal() || self.is_running(id) {
+            return Ok(task);
+        }
+        let sink = self.sink(&principal.owner, &task, None);
+        if let Some(channel) = self.shared.channel(id, true) {
+            channel.created.store(true, Ordering::SeqCst);
+        }
+        if let Err(err) = self.shared.executor.refresh(&task, principal, sink).await {
+            tracing::warn!(task_id = %id, error = %err, "a2a task refresh failed");
+        }
+        self.load(&principal.owner, id).await
+    }
+
+    fn is_running(&self, id: &str) -> bool {
+        self.shared
+            .channel(id, false)
+            .is_some_and(|c| c.running.lock().map(|r| r.is_some()).unwrap_or(false))
+    }
+
     pub(crate) async fn load(&self, owner: &str, id: &str) -> Result<Task> {
         self.shared
             .store
@@ -255,12 +290,13 @@ impl A2aService {
     }
 
     /// Checks the message, creates or continues its task and starts the executor.
-    async fn start(&self, owner: &str, request: SendMessageRequest) -> Result<Started> {
+    async fn start(&self, principal: &Principal, request: SendMessageRequest) -> Result<Started> {
+        let owner = principal.owner.as_str();
         let mut message = request.message;
         self.check_message(&message)?;
         let (task_id, context_id, existing) = match message.task_id.clone() {
             Some(task_id) => {
-                let task = self.load(owner, &task_id).await?;
+                let task = self.refreshed(principal, &task_id).await?;
                 if task.status.state.is_terminal() {
                     return Err(Error::UnsupportedOperation(format!(
                         "task {task_id} is {}: it takes no more messages",
@@ -277,10 +313,11 @@ impl A2aService {
                 (task_id, task.context_id.clone(), Some(task))
             }
             None => {
-                let context = message
-                    .context_id
-                    .clone()
-                    .unwrap_or_else(|| uuid::Uuid::new_v4().to_string());
+                let context = self
+                    .shared
+                    .executor
+                    .new_context(principal, message.context_id.as_deref())
+                    .await?;
                 (uuid::Uuid::new_v4().to_string(), context, None)
             }
         };
@@ -344,7 +381,7 @@ impl A2aService {
             first_message: Some(message.clone()),
         };
         let ctx = RequestContext {
-            owner: owner.to_owned(),
+            principal: principal.clone(),
             task_id: task_id.clone(),
             context_id,
             message,
@@ -667,4 +704,33 @@ pub(crate) fn trim_history(mut task: Task, length: Option<usize>) -> Task {
         task.history.drain(..skip);
     }
     task
+}
+
+/// Merges an object into the stored task's metadata (under the channel's lock when there is
+/// one); no event.
+pub(crate) async fn merge_metadata(sink: &EventSink, metadata: serde_json::Value) -> Result<()> {
+    let serde_json::Value::Object(extra) = metadata else {
+        return Err(Error::Internal("task metadata must be an object".into()));
+    };
+    let channel = sink.shared.channel(&sink.task_id, false);
+    let _guard = match &channel {
+        Some(c) => {
+            if !c.created.load(Ordering::SeqCst) {
+                create_if_needed(sink, c).await?;
+            }
+            Some(c.lock.lock().await)
+        }
+        None => None,
+    };
+    let Some(record) = sink.shared.store.load(&sink.owner, &sink.task_id).await? else {
+        return Err(Error::TaskNotFound(sink.task_id.clone()));
+    };
+    let mut task = record.task;
+    let mut merged = match task.metadata.take() {
+        Some(serde_json::Value::Object(m)) => m,
+        _ => serde_json::Map::new(),
+    };
+    merged.extend(extra);
+    task.metadata = Some(serde_json::Value::Object(merged));
+    sink.shared.store.save(&sink.owner, &task).await
 }

@@ -225,6 +225,7 @@ impl Authenticator for TestBearer {
                 owner: name.into(),
                 can_read: true,
                 can_write: true,
+                identity: Value::Null,
             });
         }
         if let Some(name) = token.strip_prefix("ro-") {
@@ -232,6 +233,7 @@ impl Authenticator for TestBearer {
                 owner: name.into(),
                 can_read: true,
                 can_write: false,
+                identity: Value::Null,
             });
         }
         Err(Unauthenticated)
