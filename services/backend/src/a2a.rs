@@ -1,9 +1,75 @@
-//! `lumina-backend a2a …`: the A2A surface's commands. `tck-fixture` serves the production
-//! A2A router and service (`lumina-a2a`) with the TCK fixture executor in place of the agent
-//! runtime, for the official conformance suite; `card` prints the Agent Card. See
-//! docs/a2a.md.
+//! Lumina as an A2A agent (docs/a2a.md): the `lumina-a2a` service with the agent runtime as
+//! its executor ([`executor::RuntimeExecutor`]) and a durable task store
+//! ([`store::SqliteTaskStore`]), mounted at `/a2a` (card at `/.well-known/agent-card.json`)
+//! on the backend's HTTP listener; JSON-RPC calls take the WebSocket's bearer rules
+//! ([`ProfileAuth`]). Also the `lumina-backend a2a …` commands: `tck-fixture` serves the same
+//! router and service with the TCK fixture executor; `card` prints the Agent Card.
+
+pub mod executor;
+pub mod store;
 
 use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use axum::http::HeaderMap;
+use lumina_a2a::http::{Authenticator, Principal, Unauthenticated};
+use lumina_protocol::Scope;
+
+use crate::profile::Profile;
+
+/// Where the JSON-RPC endpoint is mounted.
+pub const A2A_PATH: &str = "/a2a";
+
+/// JSON-RPC credentials: exactly what the WebSocket upgrade accepts (the local token; in the
+/// cluster a JWT, read scope for get/list/subscribe, write for send/cancel). Tasks are
+/// scoped to tenant and subject.
+pub struct ProfileAuth {
+    pub profile: Arc<dyn Profile>,
+}
+
+#[async_trait]
+impl Authenticator for ProfileAuth {
+    async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Unauthenticated> {
+        let (identity, _) = self
+            .profile
+            .authenticate(headers)
+            .await
+            .ok_or(Unauthenticated)?;
+        let has = |scope: Scope| identity.scopes.iter().any(|s| s == scope.as_str());
+        Ok(Principal {
+            owner: format!("{}/{}", identity.tenant, identity.sub),
+            can_read: has(Scope::Read),
+            can_write: has(Scope::Write),
+            identity: serde_json::to_value(&identity).unwrap_or_default(),
+        })
+    }
+}
+
+/// The backend's A2A service over `profile`, with tasks in `store_path` (SQLite).
+pub fn service(
+    profile: Arc<dyn Profile>,
+    store_path: &Path,
+    url: &str,
+    listen: SocketAddr,
+) -> anyhow::Result<lumina_a2a::A2aService> {
+    let store = store::SqliteTaskStore::open(store_path)?;
+    let card = card_document(url, Some(listen));
+    Ok(lumina_a2a::A2aService::new(
+        Arc::new(store),
+        Arc::new(executor::RuntimeExecutor::new(profile)),
+        card,
+        Some(lumina_a2a::PushSender::new(
+            lumina_a2a::PushOptions::default(),
+        )),
+    ))
+}
+
+/// The routes to merge into the server's router.
+pub fn router(service: lumina_a2a::A2aService, profile: Arc<dyn Profile>) -> axum::Router {
+    lumina_a2a::router(service, Arc::new(ProfileAuth { profile }), A2A_PATH)
+}
 
 use tokio_util::sync::CancellationToken;
 

@@ -69,6 +69,8 @@ pub struct AppState {
     pub max_frame_bytes: usize,
     /// Cancelled to stop the server (signal or `admin.shutdown`).
     pub shutdown: CancellationToken,
+    /// The A2A service mounted at `/a2a` (docs/a2a.md), if this profile serves it.
+    pub a2a: Option<lumina_a2a::A2aService>,
 }
 
 impl AppState {
