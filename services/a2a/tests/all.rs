@@ -1,5 +1,8 @@
 //! lumina-a2a integration tests: one binary, modules under `all/`.
 
+// Test code: a failed unwrap is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 #[path = "all/support.rs"]
 mod support;
 

@@ -180,3 +180,37 @@ fn the_method_table_resolves_both_generations() {
     }
     assert_eq!(Method::ALL.len(), 11);
 }
+
+#[test]
+fn every_error_code_has_a_row_in_the_docs() {
+    use lumina_a2a::Error;
+    let doc =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/a2a.md")).unwrap();
+    let every = [
+        Error::Parse(String::new()),
+        Error::InvalidRequest(String::new()),
+        Error::MethodNotFound(String::new()),
+        Error::InvalidParams(String::new()),
+        Error::Internal(String::new()),
+        Error::TaskNotFound(String::new()),
+        Error::TaskNotCancelable(String::new()),
+        Error::PushNotificationNotSupported,
+        Error::UnsupportedOperation(String::new()),
+        Error::ContentTypeNotSupported(String::new()),
+        Error::InvalidAgentResponse(String::new()),
+        Error::ExtendedAgentCardNotConfigured,
+        Error::ExtensionSupportRequired(String::new()),
+        Error::VersionNotSupported(String::new()),
+    ];
+    for error in every {
+        let row = format!(
+            "| {} | {} |",
+            error.code(),
+            error
+                .reason()
+                .map(|r| format!("`{r}`"))
+                .unwrap_or("—".into())
+        );
+        assert!(doc.contains(&row), "docs/a2a.md has no row `{row}`");
+    }
+}
