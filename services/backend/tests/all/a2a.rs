@@ -231,3 +231,90 @@ async fn a_task_survives_a_backend_restart() {
     state.shutdown.cancel();
     served.await.unwrap().unwrap();
 }
+
+#[tokio::test]
+async fn a_stream_follows_the_run_and_cancel_interrupts_it() {
+    let h = Harness::start(
+        "anthropic",
+        vec![
+            Turn::text("streamed answer"),
+            Turn::text("this never ends").stall_after(1),
+        ],
+    )
+    .await;
+    let base = http_base(&h.url);
+
+    // SendStreamingMessage: the task first, then the run's events, ending completed.
+    let response = reqwest::Client::new()
+        .post(format!("{base}/a2a"))
+        .bearer_auth(&h.token)
+        .header("A2A-Version", "1.0")
+        .json(&json!({"jsonrpc": "2.0", "id": "s", "method": "SendStreamingMessage", "params": {"message": text_message("m1", "stream it")}}))
+        .send()
+        .await
+        .unwrap();
+    assert!(response.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/event-stream"));
+    let body = response.text().await.unwrap();
+    let events: Vec<Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str::<Value>(d.trim()).unwrap()["result"].clone())
+        .collect();
+    assert!(events[0].get("task").is_some(), "{events:?}");
+    let last = events.last().unwrap();
+    assert_eq!(
+        last["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{events:?}"
+    );
+    assert!(events
+        .iter()
+        .any(|e| e["artifactUpdate"]["artifact"]["parts"][0]["text"] == "streamed answer"));
+    let context = events[0]["task"]["contextId"].clone();
+
+    // A run that does not end: cancel interrupts it.
+    let next = json!({"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "go on"}], "contextId": context});
+    let (_, body) = rpc(
+        &base,
+        Some(&h.token),
+        "SendMessage",
+        json!({"message": next, "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let task_id = body["result"]["task"]["id"].clone();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let (_, got) = rpc(&base, Some(&h.token), "GetTask", json!({"id": task_id})).await;
+        if got["result"]["status"]["state"] == "TASK_STATE_WORKING" {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "never working: {got}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let (_, canceled) = rpc(&base, Some(&h.token), "CancelTask", json!({"id": task_id})).await;
+    assert_eq!(
+        canceled["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{canceled}"
+    );
+    let (client, _notes) = h.client().await;
+    let session = context.as_str().unwrap();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let events = client.session_events(session, 0, None).await.unwrap();
+        if events
+            .events
+            .iter()
+            .any(|e| e.event.kind() == "run.interrupted")
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the run was not interrupted"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    h.stop().await;
+}
