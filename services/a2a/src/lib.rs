@@ -24,6 +24,6 @@ pub use card::{AgentCard, AgentSkill, CardDocument, CardOptions};
 pub use error::{Error, Result};
 pub use executor::{EventSink, Executor, ExecutorError, RequestContext};
 pub use http::{router, Authenticator, OpenAccess, Principal, Unauthenticated, CARD_PATH};
-pub use push::{PushOptions, PushSender};
+pub use push::{PushError, PushOptions, PushSender};
 pub use service::A2aService;
 pub use store::{MemoryTaskStore, TaskRecord, TaskStore};

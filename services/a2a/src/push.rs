@@ -35,6 +35,21 @@ impl Default for PushOptions {
     }
 }
 
+/// Why a webhook URL is refused or a delivery failed. Safe to show (no tokens).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PushError {
+    #[error("not a URL: {0}")]
+    NotAUrl(String),
+    #[error("scheme {0} (only https)")]
+    Scheme(String),
+    #[error("{0} is {1}")]
+    Address(IpAddr, &'static str),
+    #[error("cannot resolve {0}")]
+    Resolve(String),
+    #[error("delivery failed: {0}")]
+    Delivery(String),
+}
+
 #[derive(Clone)]
 pub struct PushSender {
     options: PushOptions,
@@ -53,40 +68,41 @@ impl PushSender {
     /// The checks that need no DNS, when a config is created: a URL, https (or http to a
     /// loopback host behind the test switch), and no refused IP literal. Delivery resolves
     /// the name and checks every address ([`Self::vet`]), since DNS answers change.
-    pub fn vet_static(&self, url: &str) -> Result<(), String> {
-        let parsed = url::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+    pub fn vet_static(&self, url: &str) -> Result<(), PushError> {
+        let parsed = url::Url::parse(url).map_err(|e| PushError::NotAUrl(e.to_string()))?;
         let ip = match parsed.host() {
             Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
             Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
             Some(url::Host::Domain(_)) => None,
-            None => return Err("no host".into()),
+            None => return Err(PushError::NotAUrl("no host".into())),
         };
         let local_name = parsed
             .host_str()
             .is_some_and(|h| h.eq_ignore_ascii_case("localhost"));
         let loopback = ip.is_some_and(|ip| ip.is_loopback()) || local_name;
         if loopback && !self.options.allow_loopback {
-            return Err("a loopback address".into());
+            let ip = ip.unwrap_or(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
+            return Err(PushError::Address(ip, "a loopback address"));
         }
         match parsed.scheme() {
             "https" => {}
             "http" if loopback => {}
-            other => return Err(format!("scheme {other} (only https)")),
+            other => return Err(PushError::Scheme(other.to_owned())),
         }
         if let Some(ip) = ip.filter(|ip| !ip.is_loopback()) {
             if let Some(reason) = refusal_reason(ip) {
-                return Err(format!("{ip} is {reason}"));
+                return Err(PushError::Address(ip, reason));
             }
         }
         Ok(())
     }
 
     /// The addresses a POST to `url` may use, or why none. The error is safe to show.
-    pub async fn vet(&self, url: &str) -> Result<(url::Url, Vec<SocketAddr>), String> {
-        let parsed = url::Url::parse(url).map_err(|e| format!("not a URL: {e}"))?;
+    pub async fn vet(&self, url: &str) -> Result<(url::Url, Vec<SocketAddr>), PushError> {
+        let parsed = url::Url::parse(url).map_err(|e| PushError::NotAUrl(e.to_string()))?;
         let port = parsed
             .port_or_known_default()
-            .ok_or_else(|| "no port".to_owned())?;
+            .ok_or_else(|| PushError::NotAUrl("no port".into()))?;
         let ips: Vec<IpAddr> = match parsed.host() {
             Some(url::Host::Ipv4(ip)) => vec![IpAddr::V4(ip)],
             Some(url::Host::Ipv6(ip)) => vec![IpAddr::V6(ip)],
@@ -94,24 +110,24 @@ impl PushSender {
                 .resolver
                 .resolve(name, port)
                 .await
-                .map_err(|e| format!("cannot resolve {name}: {e}"))?,
-            None => return Err("no host".into()),
+                .map_err(|e| PushError::Resolve(format!("{name}: {e}")))?,
+            None => return Err(PushError::NotAUrl("no host".into())),
         };
         if ips.is_empty() {
-            return Err("the host has no address".into());
+            return Err(PushError::Resolve("the host has no address".into()));
         }
         let loopback_ok = |ip: &IpAddr| self.options.allow_loopback && ip.is_loopback();
         match parsed.scheme() {
             "https" => {}
             "http" if ips.iter().all(loopback_ok) => {}
-            other => return Err(format!("scheme {other} (only https)")),
+            other => return Err(PushError::Scheme(other.to_owned())),
         }
         for ip in &ips {
             if loopback_ok(ip) {
                 continue;
             }
             if let Some(reason) = refusal_reason(*ip) {
-                return Err(format!("{ip} is {reason}"));
+                return Err(PushError::Address(*ip, reason));
             }
         }
         let addrs = ips
@@ -163,7 +179,7 @@ impl PushSender {
         &self,
         config: &TaskPushNotificationConfig,
         event: &StreamResponse,
-    ) -> Result<(), String> {
+    ) -> Result<(), PushError> {
         let (url, addrs) = self.vet(&config.url).await?;
         let host = url.host_str().unwrap_or_default().to_owned();
         let client = reqwest::Client::builder()
@@ -172,8 +188,9 @@ impl PushSender {
             .timeout(self.options.timeout)
             .resolve_to_addrs(&host, &addrs)
             .build()
-            .map_err(|e| format!("client: {e}"))?;
-        let body = serde_json::to_vec(event).map_err(|e| format!("encode: {e}"))?;
+            .map_err(|e| PushError::Delivery(format!("client: {e}")))?;
+        let body =
+            serde_json::to_vec(event).map_err(|e| PushError::Delivery(format!("encode: {e}")))?;
         let mut request = client
             .post(url)
             .header(reqwest::header::CONTENT_TYPE, "application/a2a+json")
@@ -189,11 +206,14 @@ impl PushSender {
                 );
             }
         }
-        let response = request.send().await.map_err(|e| format!("send: {e}"))?;
+        let response = request
+            .send()
+            .await
+            .map_err(|e| PushError::Delivery(format!("send: {e}")))?;
         if response.status().is_success() {
             Ok(())
         } else {
-            Err(format!("status {}", response.status()))
+            Err(PushError::Delivery(format!("status {}", response.status())))
         }
     }
 }

@@ -191,11 +191,13 @@ async fn delivery_resolves_and_checks_every_address() {
         .vet("https://internal.example/h")
         .await
         .unwrap_err()
+        .to_string()
         .contains("private"));
     assert!(sender
         .vet("https://mixed.example/h")
         .await
         .unwrap_err()
+        .to_string()
         .contains("loopback"));
     assert!(sender.vet("https://unknown.example/h").await.is_err());
     let (_, addrs) = sender.vet("https://public.example/h").await.unwrap();
