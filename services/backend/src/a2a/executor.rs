@@ -395,9 +395,8 @@ impl Executor for RuntimeExecutor {
         let Some(mut progress) = Progress::of(task) else {
             return Ok(());
         };
-        if progress.pending_request.is_some() {
-            return Ok(());
-        }
+        // A task waiting for an approval is followed too: its run may have ended meanwhile
+        // (interrupted at shutdown, or closed by crash recovery).
         let identity = identity(principal)?;
         loop {
             let page: SessionEventsResult = self

@@ -318,3 +318,77 @@ async fn a_stream_follows_the_run_and_cancel_interrupts_it() {
     }
     h.stop().await;
 }
+
+#[tokio::test]
+async fn a_task_waiting_for_an_approval_catches_up_after_a_restart() {
+    let tmp = tempfile::tempdir().unwrap();
+    let project = tmp.path().join("project");
+    std::fs::create_dir_all(&project).unwrap();
+    let model =
+        ScriptedModelServer::start(vec![Turn::tool_call("shell", json!({"command": "echo x"}))])
+            .unwrap();
+    let env = Env::from_pairs(vec![
+        ("LUMINA_API_KEY".to_string(), "test-key-123".to_string()),
+        ("LUMINA_API_BASE_URL".to_string(), model.base_url()),
+        ("LUMINA_API_MODEL".to_string(), "scripted-model".to_string()),
+        ("LUMINA_API_TYPE".to_string(), "anthropic".to_string()),
+        ("LUMINA_MODEL_MAX_RETRIES".to_string(), "1".to_string()),
+        ("HOME".to_string(), tmp.path().display().to_string()),
+    ]);
+    let options = LocalOptions {
+        app_root: AppRoot::new(tmp.path().join("app")),
+        env,
+        port: 0,
+        project_root: project.canonicalize().unwrap(),
+    };
+    let first = local::build(&options).await.unwrap();
+    let base = format!("http://{}", first.addr);
+    let state = first.state.clone();
+    let served = tokio::spawn(server::serve(first.listener, state.clone()));
+    let (_, body) = rpc(
+        &base,
+        Some(&first.token),
+        "SendMessage",
+        json!({"message": text_message("m1", "run something")}),
+    )
+    .await;
+    let task = body["result"]["task"].clone();
+    assert_eq!(
+        task["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{body}"
+    );
+    // Shut down as `lumina-backend serve` does: running work is interrupted and journaled.
+    state.shutdown.cancel();
+    served.await.unwrap().unwrap();
+    local::stop_runs(&state).await;
+    drop(state);
+
+    let second = local::build(&options).await.unwrap();
+    let base = format!("http://{}", second.addr);
+    let state = second.state.clone();
+    let served = tokio::spawn(server::serve(second.listener, state.clone()));
+    // Nobody followed the run while it ended: the read brings the task up to date.
+    let (_, got) = rpc(
+        &base,
+        Some(&second.token),
+        "GetTask",
+        json!({"id": task["id"]}),
+    )
+    .await;
+    assert_eq!(
+        got["result"]["status"]["state"], "TASK_STATE_CANCELED",
+        "{got}"
+    );
+    // An answer to the old approval is now a message to a terminal task.
+    let answer = json!({"messageId": "m2", "role": "ROLE_USER", "parts": [{"text": "approve"}], "taskId": task["id"]});
+    let (_, body) = rpc(
+        &base,
+        Some(&second.token),
+        "SendMessage",
+        json!({"message": answer}),
+    )
+    .await;
+    assert_eq!(body["error"]["code"], -32004, "{body}");
+    state.shutdown.cancel();
+    served.await.unwrap().unwrap();
+}
