@@ -3,6 +3,7 @@
 //! dependencies, so the owning crate's test binary can include the same file with
 //! `#[path]` and replay `fuzz/corpus/<target>/` on the stable toolchain.
 
+pub mod a2a_jsonrpc;
 pub mod auth_jwks;
 pub mod auth_jwt;
 pub mod mcp_jsonrpc;

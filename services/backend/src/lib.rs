@@ -2,6 +2,7 @@
 //! (SQLite journal for the local profile), serves protocol v3 over WebSocket, and owns the
 //! process concerns: the endpoint file, signals, logging, benchmarks.
 
+pub mod a2a;
 pub mod auth;
 pub mod bench;
 pub mod cluster;

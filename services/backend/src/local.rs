@@ -189,15 +189,28 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         Box::new(LocalWindow::default()),
         metrics.clone(),
     );
-    let state = Arc::new(AppState {
+    let profile: Arc<dyn crate::profile::Profile> = Arc::new(LocalProfile {
         limits: limits.clone(),
-        profile: Arc::new(LocalProfile {
-            limits,
-            runtime: runtime.clone(),
-            auth: LocalAuth::new(token.clone()),
-            instance_id: format!("local-{}", std::process::id()),
-            shutdown: shutdown.clone(),
-        }),
+        runtime: runtime.clone(),
+        auth: LocalAuth::new(token.clone()),
+        instance_id: format!("local-{}", std::process::id()),
+        shutdown: shutdown.clone(),
+    });
+    let a2a_url = options
+        .env
+        .get_nonempty("LUMINA_A2A_PUBLIC_URL")
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("http://{addr}{}", crate::a2a::A2A_PATH));
+    let a2a = crate::a2a::service(
+        profile.clone(),
+        &app_root.sessions_dir().join("a2a.sqlite"),
+        &a2a_url,
+        addr,
+    )
+    .context("cannot open the A2A task store")?;
+    let state = Arc::new(AppState {
+        limits,
+        profile,
         metrics,
         info: ServerInfo {
             name: "lumina-backend".into(),
@@ -213,6 +226,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
             &settings,
             app_root,
         ),
+        a2a: Some(a2a),
     });
     Ok(LocalBackend {
         state,

@@ -40,6 +40,11 @@ enum Command {
     },
     /// Serve Lumina to other agents as an MCP server (stdio, or Streamable HTTP with --http).
     McpServer(lumina_backend::mcp_server::McpServerArgs),
+    /// Lumina as an A2A agent: the TCK fixture server, the Agent Card (docs/a2a.md).
+    A2a {
+        #[command(subcommand)]
+        command: lumina_backend::a2a::A2aCommand,
+    },
     /// Measure performance (figures for docs/benchmarks.md).
     Bench {
         #[command(subcommand)]
@@ -147,6 +152,7 @@ fn main() -> ExitCode {
             }
             Command::Cluster { command } => run_cluster(command).await,
             Command::McpServer(args) => lumina_backend::mcp_server::run(args).await,
+            Command::A2a { command } => lumina_backend::a2a::run(command).await,
         }
     });
     telemetry.shutdown();

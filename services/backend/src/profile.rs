@@ -72,6 +72,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// The Conversation API's hot windows and settings.
     pub conversations: ConversationConfig,
+    /// The A2A service mounted at `/a2a` (docs/a2a.md), if this profile serves it.
+    pub a2a: Option<lumina_a2a::A2aService>,
 }
 
 impl AppState {

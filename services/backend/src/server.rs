@@ -22,13 +22,22 @@ use crate::ws;
 const WS_READ_BUFFER: usize = 4 * 1024;
 
 pub fn router(state: Arc<AppState>) -> Router {
-    Router::new()
+    // A2A (docs/a2a.md): the card and the JSON-RPC endpoint, when the profile has them.
+    let a2a = state
+        .a2a
+        .clone()
+        .map(|service| crate::a2a::router(service, state.profile.clone()));
+    let router = Router::new()
         .route(WS_PATH, get(upgrade))
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .merge(crate::conversation::router())
-        .with_state(state)
+        .with_state(state);
+    match a2a {
+        Some(a2a) => router.merge(a2a),
+        None => router,
+    }
 }
 
 /// Serves until `shutdown` is cancelled, then lets open connections close.

@@ -245,6 +245,9 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
         max_frame_bytes: settings.max_frame_bytes,
         shutdown,
         conversations,
+        // A2A in the cluster needs a task store every instance shares (PostgreSQL): not
+        // yet (docs/a2a.md#status).
+        a2a: None,
     });
     Ok(Started {
         state,

@@ -1,0 +1,29 @@
+//! Lumina as an A2A v1.0 agent (with v0.3 compatibility): the wire types, the JSON-RPC 2.0
+//! envelope and method table, the spec's errors, the [`Executor`] trait (what runs a task),
+//! the [`TaskStore`] contract, push-notification delivery through `web_fetch`'s SSRF guard,
+//! the Agent Card, and the axum router. The backend plugs in its agent runtime as the
+//! executor; `lumina-backend a2a tck-fixture` plugs in [`fixture::TckFixture`].
+//! Documentation: `docs/a2a.md`; spec digest: `docs/specs/a2a.md`.
+
+pub mod card;
+pub mod error;
+pub mod executor;
+pub mod fixture;
+pub mod http;
+pub mod jsonrpc;
+mod ops;
+pub mod params;
+pub mod push;
+pub mod service;
+pub mod store;
+pub mod time;
+pub mod types;
+pub mod v03;
+
+pub use card::{AgentCard, AgentSkill, CardDocument, CardOptions};
+pub use error::{Error, Result};
+pub use executor::{EventSink, Executor, ExecutorError, RequestContext};
+pub use http::{router, Authenticator, OpenAccess, Principal, Unauthenticated, CARD_PATH};
+pub use push::{PushError, PushOptions, PushSender};
+pub use service::A2aService;
+pub use store::{MemoryTaskStore, TaskRecord, TaskStore};

@@ -1,0 +1,147 @@
+//! Lumina as an A2A agent (docs/a2a.md): the `lumina-a2a` service with the agent runtime as
+//! its executor ([`executor::RuntimeExecutor`]) and a durable task store
+//! ([`store::SqliteTaskStore`]), mounted at `/a2a` (card at `/.well-known/agent-card.json`)
+//! on the backend's HTTP listener; JSON-RPC calls take the WebSocket's bearer rules
+//! ([`ProfileAuth`]). Also the `lumina-backend a2a …` commands: `tck-fixture` serves the same
+//! router and service with the TCK fixture executor; `card` prints the Agent Card.
+
+pub mod executor;
+pub mod store;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use axum::http::HeaderMap;
+use lumina_a2a::http::{Authenticator, Principal, Unauthenticated};
+use lumina_protocol::Scope;
+
+use crate::profile::Profile;
+
+/// Where the JSON-RPC endpoint is mounted.
+pub const A2A_PATH: &str = "/a2a";
+
+/// JSON-RPC credentials: exactly what the WebSocket upgrade accepts (the local token; in the
+/// cluster a JWT, read scope for get/list/subscribe, write for send/cancel). Tasks are
+/// scoped to tenant and subject.
+pub struct ProfileAuth {
+    pub profile: Arc<dyn Profile>,
+}
+
+#[async_trait]
+impl Authenticator for ProfileAuth {
+    async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Unauthenticated> {
+        let (identity, _) = self
+            .profile
+            .authenticate(headers)
+            .await
+            .ok_or(Unauthenticated)?;
+        let has = |scope: Scope| identity.scopes.iter().any(|s| s == scope.as_str());
+        Ok(Principal {
+            owner: format!("{}/{}", identity.tenant, identity.sub),
+            can_read: has(Scope::Read),
+            can_write: has(Scope::Write),
+            identity: serde_json::to_value(&identity).unwrap_or_default(),
+        })
+    }
+}
+
+/// The backend's A2A service over `profile`, with tasks in `store_path` (SQLite).
+pub fn service(
+    profile: Arc<dyn Profile>,
+    store_path: &Path,
+    url: &str,
+    listen: SocketAddr,
+) -> anyhow::Result<lumina_a2a::A2aService> {
+    let store = store::SqliteTaskStore::open(store_path)?;
+    let card = card_document(url, Some(listen));
+    Ok(lumina_a2a::A2aService::new(
+        Arc::new(store),
+        Arc::new(executor::RuntimeExecutor::new(profile)),
+        card,
+        Some(lumina_a2a::PushSender::new(
+            lumina_a2a::PushOptions::default(),
+        )),
+    ))
+}
+
+/// The routes to merge into the server's router.
+pub fn router(service: lumina_a2a::A2aService, profile: Arc<dyn Profile>) -> axum::Router {
+    lumina_a2a::router(service, Arc::new(ProfileAuth { profile }), A2A_PATH)
+}
+
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, clap::Subcommand)]
+pub enum A2aCommand {
+    /// Serve the A2A server with the TCK fixture executor (JSON-RPC at /, the card at
+    /// /.well-known/agent-card.json) until Ctrl-C. In-memory tasks; loopback webhooks allowed.
+    TckFixture {
+        /// Address to listen on; the bound address is printed first.
+        #[arg(long, default_value = "127.0.0.1:9999")]
+        listen: SocketAddr,
+        /// The URL the card advertises (default: http://<bound address>).
+        #[arg(long)]
+        public_url: Option<String>,
+    },
+    /// Print the Agent Card this backend serves (as JSON).
+    Card {
+        /// The URL the card advertises (default: $LUMINA_A2A_PUBLIC_URL, else the local
+        /// listener's http://127.0.0.1:<port>/a2a).
+        #[arg(long, env = "LUMINA_A2A_PUBLIC_URL")]
+        public_url: Option<String>,
+    },
+}
+
+pub async fn run(command: A2aCommand) -> anyhow::Result<()> {
+    match command {
+        A2aCommand::TckFixture { listen, public_url } => {
+            let listener = tokio::net::TcpListener::bind(listen).await?;
+            println!("{}", listener.local_addr()?);
+            let shutdown = CancellationToken::new();
+            let stop = shutdown.clone();
+            tokio::spawn(async move {
+                let _ = tokio::signal::ctrl_c().await;
+                stop.cancel();
+            });
+            lumina_a2a::fixture::serve(listener, public_url, shutdown).await?;
+            Ok(())
+        }
+        A2aCommand::Card { public_url } => {
+            let url = public_url.unwrap_or_else(|| "http://127.0.0.1:0/a2a".to_owned());
+            let card = card_document(&url, None);
+            println!("{}", String::from_utf8_lossy(&card.body));
+            Ok(())
+        }
+    }
+}
+
+/// The backend's card: the agent runtime's catalog at `url`.
+pub fn card_document(url: &str, listen: Option<SocketAddr>) -> lumina_a2a::CardDocument {
+    let options = lumina_a2a::CardOptions {
+        name: "Lumina".into(),
+        description: "Lumina agent runtime: coding and research agent sessions with tools, skills, memory and approvals".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        url: url.to_owned(),
+        listen,
+        url_setting: "LUMINA_A2A_PUBLIC_URL".into(),
+        input_modes: vec!["text/plain".into(), "application/json".into()],
+        output_modes: vec!["text/plain".into()],
+        push_notifications: true,
+        bearer_auth: true,
+        streaming: true,
+    };
+    lumina_a2a::CardDocument::build(&options, catalog())
+}
+
+/// The capability catalog of the agent runtime as A2A skills.
+pub fn catalog() -> Vec<lumina_a2a::AgentSkill> {
+    vec![lumina_a2a::AgentSkill {
+        id: "agent-run".into(),
+        name: "Agent run".into(),
+        description: "Runs one Lumina agent turn on the message in the context's session (a context is a session, a task is a run)".into(),
+        tags: vec!["agent".into(), "coding".into(), "research".into()],
+        examples: vec!["Summarise the README of this project".into()],
+    }]
+}
