@@ -118,18 +118,7 @@ pub(crate) async fn run_tool(
         arguments: arguments.clone(),
     }])
     .await?;
-    let tool_ctx = ToolContext {
-        project_root: ctx.session.project_root().to_path_buf(),
-        results_dir: ctx.session.results_dir(),
-        session_id: journal.session_id().to_string(),
-        call_id: call.id.clone(),
-        cancel: ctx.cancel.child_token(),
-        shell_timeout_ms: settings.shell_timeout_ms,
-        shell_max_timeout_ms: settings.shell_max_timeout_ms,
-        output_cap_bytes: settings.output_cap_bytes,
-        web_search_url: settings.web_search_url.clone(),
-        shell: settings.shell.clone(),
-    };
+    let tool_ctx = tool_context(ctx, settings, call.id.clone());
     let scope = HookScope {
         journal,
         stream: &ctx.stream,
@@ -406,4 +395,25 @@ async fn goal_waits(ctx: &RunContext, waiting: bool) -> Result<()> {
         .append(vec![goal.updated(state, reason, &root_run)])
         .await?;
     Ok(())
+}
+
+/// What a tool call of this run gets: the session's project and results, the run's
+/// cancellation and the settings' shell confinement and limits.
+pub(crate) fn tool_context(
+    ctx: &RunContext,
+    settings: &RunSettings,
+    call_id: String,
+) -> ToolContext {
+    ToolContext {
+        project_root: ctx.session.project_root().to_path_buf(),
+        results_dir: ctx.session.results_dir(),
+        session_id: ctx.session.id().to_string(),
+        call_id,
+        cancel: ctx.cancel.child_token(),
+        shell_timeout_ms: settings.shell_timeout_ms,
+        shell_max_timeout_ms: settings.shell_max_timeout_ms,
+        output_cap_bytes: settings.output_cap_bytes,
+        web_search_url: settings.web_search_url.clone(),
+        shell: settings.shell.clone(),
+    }
 }

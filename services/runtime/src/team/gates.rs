@@ -8,7 +8,7 @@
 use lumina_protocol::team::{TeamCompleted, TeamGateChecked};
 use lumina_protocol::{team_board_stream, Event};
 use lumina_team::CompletionPolicy;
-use lumina_tools::{ToolContext, ToolOutput};
+use lumina_tools::ToolOutput;
 use serde_json::{json, Value};
 
 use super::state::TeamRecord;
@@ -160,17 +160,11 @@ async fn run_check(ctx: &RunContext, settings: &RunSettings, command: &str) -> (
     let Some(shell) = ctx.session.tools().get("shell") else {
         return (false, "no `shell` tool to run the check with".into());
     };
-    let tool_ctx = ToolContext {
-        project_root: ctx.session.project_root().to_path_buf(),
-        results_dir: ctx.session.results_dir(),
-        session_id: ctx.session.id().to_string(),
-        call_id: format!("team-check-{}", uuid::Uuid::new_v4()),
-        cancel: ctx.cancel.child_token(),
-        shell_timeout_ms: settings.shell_timeout_ms,
-        shell_max_timeout_ms: settings.shell_max_timeout_ms,
-        output_cap_bytes: settings.output_cap_bytes,
-        web_search_url: settings.web_search_url.clone(),
-    };
+    let tool_ctx = crate::tool_call::tool_context(
+        ctx,
+        settings,
+        format!("team-check-{}", uuid::Uuid::new_v4()),
+    );
     let started = std::time::Instant::now();
     let out = shell.call(&tool_ctx, json!({ "command": command })).await;
     tracing::info!(session_id = %ctx.session.id(), command, passed = !out.is_error, elapsed_ms = started.elapsed().as_millis() as u64, "team check ran");
