@@ -6,6 +6,7 @@ pub mod auth;
 pub mod bench;
 pub mod cluster;
 pub mod conn;
+pub mod console;
 pub mod dispatch;
 pub mod endpoint;
 pub mod execute;

@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::LocalAuth;
+use crate::console::ConsoleAuth;
 use crate::endpoint::{self, Endpoint};
 use crate::execute::{self, Owner, Reply};
 use crate::limits::{LimitOptions, LocalWindow, TenantLimits};
@@ -37,6 +38,7 @@ struct LocalProfile {
     runtime: Runtime,
     limits: Arc<TenantLimits>,
     auth: LocalAuth,
+    console: ConsoleAuth,
     instance_id: String,
     shutdown: CancellationToken,
 }
@@ -44,8 +46,10 @@ struct LocalProfile {
 #[async_trait::async_trait]
 impl Profile for LocalProfile {
     async fn authenticate(&self, headers: &HeaderMap) -> Option<(Identity, Option<i64>)> {
+        // The bearer token (CLI, TUI), else the web console's session cookie.
         self.auth
             .authenticate(headers)
+            .or_else(|| self.console.authenticate(headers))
             .map(|identity| (identity, None))
     }
 
@@ -97,6 +101,10 @@ impl Profile for LocalProfile {
 
     fn runtime(&self) -> Option<&Runtime> {
         Some(&self.runtime)
+    }
+
+    fn console(&self) -> Option<&ConsoleAuth> {
+        Some(&self.console)
     }
 }
 
@@ -192,6 +200,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
             limits,
             runtime: runtime.clone(),
             auth: LocalAuth::new(token.clone()),
+            console: ConsoleAuth::new(),
             instance_id: format!("local-{}", std::process::id()),
             shutdown: shutdown.clone(),
         }),

@@ -56,6 +56,12 @@ pub trait Profile: Send + Sync + 'static {
     fn runtime(&self) -> Option<&Runtime> {
         None
     }
+
+    /// The web console's one-time tickets and cookie sessions (local profile only; the
+    /// cluster console signs in with a JWT).
+    fn console(&self) -> Option<&crate::console::ConsoleAuth> {
+        None
+    }
 }
 
 /// Everything a connection needs.
