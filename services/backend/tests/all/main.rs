@@ -7,6 +7,7 @@
 
 mod agent;
 mod bad_input;
+mod browser;
 mod cluster;
 mod crash;
 mod delivery;
