@@ -30,7 +30,7 @@ use crate::limits::{LimitOptions, LocalWindow, TenantLimits};
 use crate::memory_setup;
 use crate::metered::MeteredStore;
 use crate::metrics::Metrics;
-use crate::profile::{AppState, Profile, Subscription};
+use crate::profile::{AppState, ConsoleSignIn, Profile, Subscription};
 use crate::server;
 
 /// The local profile: one runtime, the one user's token, no other instance.
@@ -103,7 +103,7 @@ impl Profile for LocalProfile {
         Some(&self.runtime)
     }
 
-    fn console(&self) -> Option<&ConsoleAuth> {
+    fn console(&self) -> Option<&dyn ConsoleSignIn> {
         Some(&self.console)
     }
 }

@@ -114,6 +114,20 @@ impl ConsoleAuth {
     }
 }
 
+impl crate::profile::ConsoleSignIn for ConsoleAuth {
+    fn mint_ticket(&self) -> ConsoleTicketResult {
+        ConsoleAuth::mint_ticket(self)
+    }
+
+    fn redeem(&self, ticket: &str) -> Option<String> {
+        ConsoleAuth::redeem(self, ticket)
+    }
+
+    fn revoke(&self, session: &str) {
+        ConsoleAuth::revoke(self, session)
+    }
+}
+
 /// The `Set-Cookie` value for a session (no `Max-Age`: it ends with the browser, and the
 /// server forgets it after [`SESSION_TTL`]).
 pub fn set_cookie(session: &str) -> String {

@@ -4,3 +4,4 @@
 
 mod cdp;
 mod console;
+mod flows;

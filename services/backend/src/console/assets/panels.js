@@ -3,7 +3,7 @@
 // when a tool changed one) and MCP servers. Extension point: a panel is a section with a
 // render(state) — team chat, A2A peers and the sandbox badge plug in the same way.
 
-import { h, clear, diffView, uuid } from './dom.js';
+import { h, append, clear, diffView, uuid } from './dom.js';
 
 function section(id, title) {
   const body = h('div', { class: 'panel-body' });
@@ -20,7 +20,8 @@ export class Panels {
     this.queued = new Map(); // run_id -> prompt
     this.agents = new Map(); // child_id -> {description, depth, status, parent}
     this.memory = []; // {run_id, source_ids}
-    this.diffs = []; // {call_id, tool, diff}
+    this.diffs = []; // {call_id, tool, path, diff}
+    this.paths = new Map(); // call_id -> the path argument of a running tool call
     this.el = h('aside', { class: 'panels', 'aria-label': 'Session details' });
     this.goalPanel = section('goal', 'Goal');
     this.queuePanel = section('queue', 'Queued follow-ups');
@@ -28,7 +29,7 @@ export class Panels {
     this.memoryPanel = section('memory', 'Recalled memory');
     this.changesPanel = section('changes', 'Changed files');
     this.mcpPanel = section('mcp', 'MCP servers');
-    for (const p of [this.goalPanel, this.queuePanel, this.agentPanel, this.memoryPanel, this.changesPanel, this.mcpPanel]) {
+    for (const p of [this.changesPanel, this.goalPanel, this.queuePanel, this.agentPanel, this.memoryPanel, this.mcpPanel]) {
       this.el.append(p.el);
     }
     this.dirty = false;
@@ -71,8 +72,14 @@ export class Panels {
       case 'memory.recalled':
         this.memory.push({ run_id: e.run_id, source_ids: e.source_ids || [] });
         break;
+      case 'tool.started':
+        if (e.arguments && typeof e.arguments.path === 'string') this.paths.set(e.call_id, e.arguments.path);
+        return;
       case 'tool.completed':
-        if (e.metadata && e.metadata.diff) this.diffs.push({ call_id: e.call_id, tool: e.tool, diff: e.metadata.diff });
+        if (e.metadata && e.metadata.diff) {
+          this.diffs.push({ call_id: e.call_id, tool: e.tool, path: this.paths.get(e.call_id), diff: e.metadata.diff });
+        }
+        this.paths.delete(e.call_id);
         break;
       default:
         return;
@@ -125,13 +132,14 @@ export class Panels {
     const budgets = g.budgets || {};
     const u = g.usage || {};
     const row = (label, used, max) => h('tr', {}, h('th', { scope: 'row' }, label), h('td', {}, max ? `${used} / ${max}` : String(used)));
-    b.append(
+    append(b, [
       h('p', {}, h('span', { class: 'badge ' + g.state, id: 'goal-state' }, g.state), ' ', g.objective),
       g.reason ? h('p', { class: 'muted small' }, g.reason) : null,
       g.summary ? h('p', { class: 'small' }, g.summary) : null,
       h('table', { class: 'budgets' }, h('tbody', {},
         row('turns', u.turns, budgets.max_turns), row('tool calls', u.tool_calls, budgets.max_tool_calls),
-        row('tokens', u.tokens, budgets.max_tokens), row('time (ms)', u.wall_ms, budgets.max_wall_ms))));
+        row('tokens', u.tokens, budgets.max_tokens), row('time (ms)', u.wall_ms, budgets.max_wall_ms))),
+    ]);
     if (!final) {
       const pause = h('button', { type: 'button', class: 'secondary', disabled: g.state === 'paused' }, 'Pause');
       const resume = h('button', { type: 'button', class: 'secondary', disabled: g.state !== 'paused' }, 'Resume');
@@ -194,7 +202,7 @@ export class Panels {
     this.changesPanel.el.hidden = this.diffs.length === 0;
     const b = clear(this.changesPanel.body);
     for (const d of this.diffs) {
-      b.append(h('details', { class: 'change', open: true }, h('summary', {}, d.tool), diffView(d.diff)));
+      b.append(h('details', { class: 'change', open: true }, h('summary', {}, d.path ? h('code', {}, d.path) : null, ' ', h('span', { class: 'muted small' }, d.tool)), diffView(d.diff)));
     }
   }
 
@@ -216,11 +224,11 @@ export class Panels {
       const trust = s.state === 'untrusted' && s.source === 'project'
         ? h('button', { type: 'button', class: 'secondary', onclick: async () => { await this.act('mcp.trust', { server: s.name }); this.loadMcp(); } }, 'Trust')
         : null;
-      b.append(h('details', { class: 'mcp' },
+      append(b, [h('details', { class: 'mcp' },
         h('summary', {}, s.name, ' ', h('span', { class: 'badge ' + s.state }, s.state), ` ${s.source} · ${s.transport}`),
         s.detail ? h('p', { class: 'muted small' }, s.detail) : null,
         h('ul', {}, s.tools.map((t) => h('li', {}, h('code', {}, t)))),
-        trust));
+        trust)]);
     }
   }
 }

@@ -2,7 +2,7 @@
 // (follow-ups queue while a run works; the switch sends one as steering) and the approval
 // dialog, which comes back after a reload because pending requests are in the journal.
 
-import { h, pretty, diffView, uuid } from './dom.js';
+import { h, append, clear, pretty, diffView, uuid } from './dom.js';
 import { Timeline } from './timeline.js';
 import { Panels } from './panels.js';
 
@@ -64,14 +64,26 @@ export function sessionPage(main, conn, sessionId) {
   const dialog = h('dialog', { id: 'permission', 'aria-labelledby': 'permission-title' });
   dialog.addEventListener('cancel', (ev) => ev.preventDefault()); // answer it, not Escape it
   let shown = null;
+  let later = null; // a request the user set aside ("Later"): the header button reopens it
+  const showApproval = h('button', { type: 'button', class: 'secondary', id: 'show-approval', hidden: true }, 'Approval pending');
+  showApproval.addEventListener('click', () => {
+    later = null;
+    shown = null;
+    renderDialog();
+  });
   function renderDialog() {
     const next = pending.values().next().value;
+    showApproval.hidden = !next || next.request_id !== later;
     if (!next) {
       shown = null;
       if (dialog.open) dialog.close();
       return;
     }
-    if (shown === next.request_id) return;
+    if (next.request_id === later) {
+      if (dialog.open) dialog.close();
+      return;
+    }
+    if (shown === next.request_id && dialog.open) return;
     shown = next.request_id;
     const reason = h('input', { id: 'deny-reason', type: 'text', placeholder: 'optional' });
     const answer = (decision) => async () => {
@@ -86,7 +98,7 @@ export function sessionPage(main, conn, sessionId) {
     const preview = next.preview
       ? (/^(---|\+\+\+|@@)/m.test(next.preview) ? diffView(next.preview) : h('pre', { class: 'output' }, next.preview))
       : null;
-    dialog.replaceChildren(
+    append(clear(dialog), [
       h('h2', { id: 'permission-title' }, 'Allow ', h('code', {}, next.tool), '?'),
       h('h3', {}, 'Exact arguments'),
       h('pre', { class: 'json', id: 'permission-args', tabindex: '0' }, pretty(next.arguments)),
@@ -95,7 +107,9 @@ export function sessionPage(main, conn, sessionId) {
       h('div', { class: 'buttons' },
         h('button', { type: 'button', id: 'allow-once', onclick: answer('allow_once') }, 'Allow once'),
         h('button', { type: 'button', id: 'allow-session', class: 'secondary', onclick: answer('allow_session') }, 'Allow this call for the session'),
-        h('button', { type: 'button', id: 'deny', class: 'danger', onclick: answer('deny') }, 'Deny')));
+        h('button', { type: 'button', id: 'deny', class: 'danger', onclick: answer('deny') }, 'Deny'),
+        h('button', { type: 'button', id: 'approval-later', class: 'link', onclick: () => { later = next.request_id; renderDialog(); } }, 'Later')),
+    ]);
     if (!dialog.open) dialog.showModal();
     dialog.querySelector('#allow-once').focus();
   }
@@ -124,7 +138,7 @@ export function sessionPage(main, conn, sessionId) {
   }
 
   main.append(h('div', { class: 'session-page' },
-    h('div', { class: 'session-head' }, h('a', { href: '#/', class: 'back' }, '← Sessions'), title, status, interrupt),
+    h('div', { class: 'session-head' }, h('a', { href: '#/', class: 'back' }, '← Sessions'), title, status, interrupt, showApproval),
     error,
     h('div', { class: 'session-grid' },
       h('div', { class: 'conversation' }, h('div', { class: 'scroller', tabindex: '0', 'aria-label': 'Conversation' }, timeline.el), composer),
