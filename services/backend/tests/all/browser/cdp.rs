@@ -270,6 +270,37 @@ impl Page<'_> {
         self.send("Input.insertText", json!({ "text": text })).await;
     }
 
+    /// The serious and critical axe-core violations on the page, one line each
+    /// (`rule: targets`). axe-core comes from `$LUMINA_TOOLS_DIR/browser` (scripts/setup).
+    pub async fn axe_violations(&self) -> Vec<String> {
+        let tools = std::env::var_os("LUMINA_TOOLS_DIR")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/var/tmp/lumina-tools"));
+        let axe = tools.join("browser/node_modules/axe-core/axe.min.js");
+        let source = std::fs::read_to_string(&axe).unwrap_or_else(|e| {
+            panic!(
+                "the accessibility check needs axe-core at {} ({e}): run scripts/setup",
+                axe.display()
+            )
+        });
+        if self.eval("typeof window.axe").await != json!("object") {
+            self.eval(&source).await;
+        }
+        let found = self
+            .eval(
+                "axe.run(document, { resultTypes: ['violations'] }).then(r => r.violations \
+                 .filter(v => v.impact === 'serious' || v.impact === 'critical') \
+                 .map(v => `${v.id} (${v.impact}): ${v.nodes.map(n => n.target.join(' ')).join(', ')}`))",
+            )
+            .await;
+        let list = found
+            .as_array()
+            .unwrap_or_else(|| panic!("axe did not run: {found}"));
+        list.iter()
+            .map(|v| v.as_str().unwrap_or_default().to_string())
+            .collect()
+    }
+
     /// A PNG of the viewport, written to `path`.
     pub async fn screenshot(&self, path: &Path) {
         let shot = self
