@@ -115,3 +115,27 @@ fn redirect(to: &'static str, cookie: Option<String>) -> Response {
     }
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bearer_subprotocol_is_found_among_others() {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            axum::http::header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_static("lumina.v3, bearer.eyJ.abc-_.x"),
+        );
+        assert_eq!(
+            bearer_from_subprotocol(&headers).as_deref(),
+            Some("eyJ.abc-_.x")
+        );
+        headers.insert(
+            axum::http::header::SEC_WEBSOCKET_PROTOCOL,
+            HeaderValue::from_static("lumina.v3, bearer."),
+        );
+        assert_eq!(bearer_from_subprotocol(&headers), None);
+        assert_eq!(bearer_from_subprotocol(&HeaderMap::new()), None);
+    }
+}

@@ -194,6 +194,29 @@ async fn missing_or_wrong_credentials_and_reused_tickets_get_the_sign_in_page() 
         json!(0)
     );
 
+    // The right bearer token pasted signs in over the `bearer.<token>` subprotocol (the
+    // cluster console's path; the local token is a bearer token too), held in memory only.
+    let pasted = browser.page().await;
+    pasted.goto(&format!("{}/", http_base(&harness))).await;
+    pasted.wait_for("document.querySelector('#signin')").await;
+    pasted.type_into("#jwt", &harness.token).await;
+    pasted.click("#signin-form button").await;
+    pasted
+        .wait_for("document.querySelector('#new-session')")
+        .await;
+    assert_eq!(
+        pasted
+            .eval("document.cookie + localStorage.length + sessionStorage.length")
+            .await,
+        json!("00")
+    );
+    assert!(!pasted
+        .eval("document.documentElement.outerHTML")
+        .await
+        .as_str()
+        .unwrap()
+        .contains(&harness.token));
+
     // A ticket works once.
     let link = ticket(&harness).await;
     let first = browser.page().await;
