@@ -66,7 +66,11 @@ async fn sign_in_chat_approve_a_write_and_see_the_diff() {
     let harness = Harness::start(
         "anthropic",
         vec![
-            Turn::text("# Greeting\nHello **world** from `lumina`:\n\n- one\n- two\n\n<img src=x onerror=alert(1)>"),
+            // Slow chunks, so the answer is seen streaming before it is complete.
+            Turn {
+                chunk_delay_ms: 40,
+                ..Turn::text("# Greeting\nHello **world** from `lumina`:\n\n- one\n- two\n\n<img src=x onerror=alert(1)>")
+            },
             Turn::tool_call(
                 "write_file",
                 json!({"path": "hello.txt", "content": "hi from the console\n"}),
@@ -101,6 +105,11 @@ async fn sign_in_chat_approve_a_write_and_see_the_diff() {
     // A prompt and its streamed Markdown answer (rendered as elements, the HTML as text).
     page.type_into("#prompt", "say hello").await;
     page.click("#send").await;
+    page.wait_for("document.querySelector('.item.assistant.streaming')")
+        .await;
+    // The durable message replaces the streamed preview.
+    page.wait_for("!document.querySelector('.item.assistant.streaming') && document.querySelector('.item.assistant')")
+        .await;
     page.wait_for("[...document.querySelectorAll('.item.assistant strong')].some(e => e.textContent === 'world')")
         .await;
     assert_eq!(
