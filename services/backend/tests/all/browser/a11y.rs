@@ -1,6 +1,6 @@
 //! axe-core (npm, run inside the browser) reports no serious or critical violation on any
 //! console page: sign-in, sessions, a session with answers, tool calls and changed files,
-//! the approval dialog, the same at phone width.
+//! the approval dialog, the same at phone width. It then archives the session from the list.
 
 use lumina_protocol::methods::Empty;
 use lumina_testkit::Turn;
@@ -58,6 +58,7 @@ async fn every_console_page_passes_axe_without_serious_violations() {
     page.goto(&format!("{base}{}", ticket.login_path)).await;
     page.wait_for("document.querySelector('#new-session')")
         .await;
+    page.type_into("#new-title", "fix the parser").await;
     page.click("#create").await;
     page.wait_for("document.querySelector('#timeline')").await;
     page.wait_for("location.hash.startsWith('#/session/')")
@@ -86,7 +87,21 @@ async fn every_console_page_passes_axe_without_serious_violations() {
     page.wait_for("document.querySelector('#sessions table')")
         .await;
     assert_accessible(&page, "sessions").await;
+    page.screenshot(
+        &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../../docs/console/sessions.png"),
+    )
+    .await;
     assert!(session_hash.as_str().is_some());
+
+    // Archive: the session leaves the list and comes back with "show archived".
+    page.eval("[...document.querySelectorAll('#sessions button')].find(b => b.textContent === 'Archive').click()")
+        .await;
+    page.wait_for("document.querySelector('#sessions').textContent.includes('No sessions yet')")
+        .await;
+    page.click("#show-archived").await;
+    page.wait_for("document.querySelector('#sessions .badge.archived')")
+        .await;
 
     browser.close().await;
     harness.stop().await;

@@ -94,7 +94,6 @@ async fn sign_in_chat_approve_a_write_and_see_the_diff() {
         json!(""),
         "the session cookie is HttpOnly"
     );
-    page.screenshot(&shots().join("sessions.png")).await;
 
     // A new session.
     page.type_into("#new-title", "console e2e").await;
