@@ -139,3 +139,94 @@ async fn follow_ups_queue_and_switch_to_steering_goals_and_the_agent_tree() {
     browser.close().await;
     harness.stop().await;
 }
+
+/// A TCP proxy in front of the backend whose open connections the test can cut (the
+/// browser cannot be told to drop a WebSocket otherwise).
+struct Proxy {
+    addr: std::net::SocketAddr,
+    connections: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>>,
+}
+
+impl Proxy {
+    async fn start(backend: String) -> Proxy {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let connections: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::JoinHandle<()>>>> =
+            Default::default();
+        let held = connections.clone();
+        tokio::spawn(async move {
+            while let Ok((mut inbound, _)) = listener.accept().await {
+                let backend = backend.clone();
+                let task = tokio::spawn(async move {
+                    if let Ok(mut outbound) = tokio::net::TcpStream::connect(&backend).await {
+                        let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
+                    }
+                });
+                held.lock().unwrap().push(task);
+            }
+        });
+        Proxy { addr, connections }
+    }
+
+    /// Closes every open connection (new ones are still accepted).
+    fn cut(&self) {
+        for task in self.connections.lock().unwrap().drain(..) {
+            task.abort();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_dropped_connection_reconnects_and_resumes_without_duplicates() {
+    let harness = Harness::start(
+        "anthropic",
+        vec![Turn::text("first answer"), Turn::text("second answer")],
+    )
+    .await;
+    let backend = harness
+        .url
+        .trim_start_matches("ws://")
+        .trim_end_matches("/v1/ws")
+        .to_string();
+    let proxy = Proxy::start(backend).await;
+    let browser = Browser::launch().await;
+    let (client, _notes) = harness.client().await;
+    let ticket = client.calls().console_ticket(&Empty {}).await.unwrap();
+    let page = browser.page().await;
+    page.goto(&format!("http://{}{}", proxy.addr, ticket.login_path))
+        .await;
+    page.wait_for("document.querySelector('#new-session')")
+        .await;
+    page.click("#create").await;
+    page.wait_for("document.querySelector('#timeline')").await;
+    page.type_into("#prompt", "one").await;
+    page.click("#send").await;
+    page.wait_for("document.querySelector('#session-status').textContent === 'idle' && document.querySelector('.item.assistant')")
+        .await;
+    let before = page.eval(TIMELINE_TEXT).await;
+
+    // The connection drops; while the page is away another client runs a turn, so the
+    // page must pull what it missed when it resumes.
+    let session_id = page.eval("location.hash.split('/').pop()").await;
+    let session_id = session_id.as_str().unwrap().to_string();
+    proxy.cut();
+    page.wait_for("document.querySelector('#conn').textContent !== 'connected'")
+        .await;
+    let mut submit = crate::support::submit(&session_id, "two", json!({}));
+    submit.headless = true;
+    client.session_submit(&submit).await.unwrap();
+    page.wait_for("document.querySelector('#conn').textContent === 'connected'")
+        .await;
+    page.wait_for("[...document.querySelectorAll('.item.assistant')].some(e => e.textContent.includes('second answer'))")
+        .await;
+    page.wait_for("document.querySelector('#session-status').textContent === 'idle'")
+        .await;
+    let after = page.eval(TIMELINE_TEXT).await;
+    let after = after.as_str().unwrap();
+    assert!(after.starts_with(before.as_str().unwrap()), "{after}");
+    assert_eq!(after.matches("first answer").count(), 1, "{after}");
+    assert_eq!(after.matches("second answer").count(), 1, "{after}");
+    assert_eq!(after.matches("Run completed").count(), 2, "{after}");
+    browser.close().await;
+    harness.stop().await;
+}
