@@ -72,6 +72,11 @@ export class Connection {
       await this.open();
       if (this.sub) await this.resume();
     } catch {
+      // A socket that opened but could not resume is closed before the next attempt.
+      if (this.ws && this.ws.readyState === WebSocket.OPEN) {
+        this.ws.onclose = null;
+        this.ws.close();
+      }
       if (this.retry > 7) this.onStatus('signed-out');
       else this.reconnect();
     }
