@@ -73,6 +73,13 @@ async fn dispatch(conn: &Arc<Conn>, frame: ClientFrame) -> Dispatched {
             ok(Ack { ok: true })
         }
         Method::AdminDrain => profile.drain().await.and_then(ok),
+        Method::ConsoleTicket => match profile.console() {
+            Some(console) => ok(console.mint_ticket()),
+            None => Err(ErrorObject::new(
+                ErrorCode::NotImplemented,
+                "console tickets are for the local profile; the cluster console takes a JWT",
+            )),
+        },
         Method::SessionSubmit => match conn.state.limits.submit(&conn.identity.tenant).await {
             Ok(()) => profile.call(&conn.identity, method, frame.params).await,
             Err(error) => Err(error),

@@ -166,12 +166,14 @@ pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, param
             ok(session.team_exit().await.map_err(rt)?)
         }
         // Answered by the connection or the instance before a runtime is involved.
-        Method::Hello | Method::SessionResume | Method::AdminShutdown | Method::AdminDrain => {
-            Err(ErrorObject::new(
-                ErrorCode::Internal,
-                format!("`{method}` is not a session method"),
-            ))
-        }
+        Method::Hello
+        | Method::SessionResume
+        | Method::AdminShutdown
+        | Method::AdminDrain
+        | Method::ConsoleTicket => Err(ErrorObject::new(
+            ErrorCode::Internal,
+            format!("`{method}` is not a session method"),
+        )),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod auth;
 pub mod bench;
 pub mod cluster;
 pub mod conn;
+pub mod console;
 pub mod conversation;
 pub mod dispatch;
 pub mod doctor;

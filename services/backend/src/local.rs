@@ -23,6 +23,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
 use crate::auth::LocalAuth;
+use crate::console::ConsoleAuth;
 use crate::endpoint::{self, Endpoint};
 use crate::execute::{self, Owner, Reply};
 use crate::hot_window::{ConversationConfig, LocalWindows};
@@ -30,7 +31,7 @@ use crate::limits::{LimitOptions, LocalWindow, TenantLimits};
 use crate::memory_setup;
 use crate::metered::MeteredStore;
 use crate::metrics::Metrics;
-use crate::profile::{AppState, Profile, Subscription};
+use crate::profile::{AppState, ConsoleSignIn, Profile, Subscription};
 use crate::server;
 
 /// The local profile: one runtime, the one user's token, no other instance.
@@ -38,6 +39,7 @@ struct LocalProfile {
     runtime: Runtime,
     limits: Arc<TenantLimits>,
     auth: LocalAuth,
+    console: ConsoleAuth,
     instance_id: String,
     shutdown: CancellationToken,
 }
@@ -45,8 +47,10 @@ struct LocalProfile {
 #[async_trait::async_trait]
 impl Profile for LocalProfile {
     async fn authenticate(&self, headers: &HeaderMap) -> Option<(Identity, Option<i64>)> {
+        // The bearer token (CLI, TUI), else the web console's session cookie.
         self.auth
             .authenticate(headers)
+            .or_else(|| self.console.authenticate(headers))
             .map(|identity| (identity, None))
     }
 
@@ -98,6 +102,10 @@ impl Profile for LocalProfile {
 
     fn runtime(&self) -> Option<&Runtime> {
         Some(&self.runtime)
+    }
+
+    fn console(&self) -> Option<&dyn ConsoleSignIn> {
+        Some(&self.console)
     }
 }
 
@@ -193,6 +201,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         limits: limits.clone(),
         runtime: runtime.clone(),
         auth: LocalAuth::new(token.clone()),
+        console: ConsoleAuth::new(),
         instance_id: format!("local-{}", std::process::id()),
         shutdown: shutdown.clone(),
     });

@@ -7,7 +7,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use axum::http::HeaderMap;
 use lumina_protocol::methods::{
-    DrainResult, Identity, ServerInfo, SessionResumeParams, SessionResumeResult,
+    ConsoleTicketResult, DrainResult, Identity, ServerInfo, SessionResumeParams,
+    SessionResumeResult,
 };
 use lumina_protocol::{ErrorObject, Method};
 use lumina_runtime::{Outbound, Runtime};
@@ -57,6 +58,23 @@ pub trait Profile: Send + Sync + 'static {
     fn runtime(&self) -> Option<&Runtime> {
         None
     }
+
+    /// The web console's one-time tickets and cookie sessions (local profile only; the
+    /// cluster console signs in with a JWT).
+    fn console(&self) -> Option<&dyn ConsoleSignIn> {
+        None
+    }
+}
+
+/// The web console's sign-in as the server uses it (docs/console.md#sign-in); the console
+/// module implements it.
+pub trait ConsoleSignIn: Send + Sync {
+    /// A fresh single-use ticket.
+    fn mint_ticket(&self) -> ConsoleTicketResult;
+    /// Uses up a ticket: the new session's cookie value, or `None`.
+    fn redeem(&self, ticket: &str) -> Option<String>;
+    /// Ends a cookie's session.
+    fn revoke(&self, session: &str);
 }
 
 /// Everything a connection needs.

@@ -1,5 +1,6 @@
 //! The HTTP server: `/v1/ws` (protocol v3), the Conversation API (`/api/v1/…`,
-//! `conversation/`), `/healthz`, `/readyz`, `/metrics`, over any
+//! `conversation/`), A2A (`/a2a`), `/healthz`, `/readyz`, `/metrics`, the web console (`/`,
+//! `/console/…`, [`crate::console`]), over any
 //! [`Profile`](crate::profile::Profile). Takes its listener and a shutdown token (in the
 //! state) so tests run it in-process on port 0.
 
@@ -33,6 +34,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/readyz", get(readyz))
         .route("/metrics", get(metrics))
         .merge(crate::conversation::router())
+        .merge(crate::console::routes())
         .with_state(state);
     match a2a {
         Some(a2a) => router.merge(a2a),
@@ -80,9 +82,18 @@ async fn metrics(State(state): State<Arc<AppState>>) -> Response {
 
 async fn upgrade(
     State(state): State<Arc<AppState>>,
-    headers: HeaderMap,
+    mut headers: HeaderMap,
     ws: WebSocketUpgrade,
 ) -> Response {
+    // A browser cannot set `Authorization` on a WebSocket: the console offers its JWT as
+    // the subprotocol `bearer.<token>` instead.
+    if !headers.contains_key(axum::http::header::AUTHORIZATION) {
+        if let Some(token) = crate::console::bearer_from_subprotocol(&headers) {
+            if let Ok(value) = axum::http::HeaderValue::from_str(&format!("Bearer {token}")) {
+                headers.insert(axum::http::header::AUTHORIZATION, value);
+            }
+        }
+    }
     let Some((identity, expires_at)) = state.profile.authenticate(&headers).await else {
         state.metrics.ws_auth_failures.inc();
         return unauthorized();
@@ -94,7 +105,8 @@ async fn upgrade(
     // The hard cap is above the configured limit so that an oversize frame still arrives
     // and gets an error frame instead of a dropped connection.
     let hard_cap = state.max_frame_bytes.saturating_mul(4).max(1 << 20);
-    ws.max_message_size(hard_cap)
+    ws.protocols([crate::console::SUBPROTOCOL])
+        .max_message_size(hard_cap)
         .max_frame_size(hard_cap)
         .read_buffer_size(WS_READ_BUFFER)
         .on_upgrade(move |socket| async move {

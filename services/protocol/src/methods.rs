@@ -258,6 +258,15 @@ pub struct DrainResult {
     pub released: usize,
 }
 
+/// Result of `console.ticket`: a single-use sign-in ticket for the web console
+/// (docs/console.md). `login_path` is the path to open on the backend's HTTP address.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct ConsoleTicketResult {
+    pub login_path: String,
+    /// When the ticket stops being accepted (unix milliseconds).
+    pub expires_at_ms: i64,
+}
+
 /// Result of methods that only acknowledge.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Ack {

@@ -150,6 +150,9 @@ macro_rules! for_each_method {
             AdminDrain admin_drain "admin.drain" ($crate::methods::Empty)
                 -> $crate::methods::DrainResult, Admin, Instance,
                 "hands the instance's sessions to the others";
+            ConsoleTicket console_ticket "console.ticket" ($crate::methods::Empty)
+                -> $crate::methods::ConsoleTicketResult, Admin, Instance,
+                "mints a one-time sign-in link for the web console";
         }
     };
 }

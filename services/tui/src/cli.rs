@@ -42,6 +42,15 @@ pub struct Cli {
     #[arg(long, conflicts_with_all = ["prompt", "resume"])]
     pub list: bool,
 
+    /// Print a one-time sign-in link to the web console of the local backend (starting it
+    /// when needed), or the console address of the remote one.
+    #[arg(long, conflicts_with_all = ["prompt", "list", "resume"])]
+    pub web: bool,
+
+    /// With `--web`: open the link with xdg-open.
+    #[arg(long, requires = "web")]
+    pub open: bool,
+
     /// Continue the session ID (in the UI, or with `-p`).
     #[arg(long, value_name = "ID")]
     pub resume: Option<String>,

@@ -1,5 +1,5 @@
 //! The `lumina` command: the interactive terminal UI ([`ui`]) and the headless CLI (`-p`,
-//! `--list`). It talks to `lumina-backend` only through `lumina-client` (protocol v3):
+//! `--list`, `--web`). It talks to `lumina-backend` only through `lumina-client` (protocol v3):
 //! a local backend found via `<AppRoot>/state/run/backend.json` or started on demand, or a
 //! remote one from `LUMINA_BACKEND_URL` + `LUMINA_JWT`.
 //!
@@ -14,6 +14,7 @@ pub mod list;
 pub mod team_report;
 pub mod tracker;
 pub mod ui;
+pub mod web;
 
 use std::process::ExitCode;
 
@@ -72,6 +73,17 @@ async fn run(cli: Cli) -> Result<ExitCode, Failure> {
     if cli.bench_render {
         let report = ui::bench::run(10_000, 250, 70);
         print!("{}", ui::bench::format(&report));
+        return Ok(ExitCode::SUCCESS);
+    }
+    if cli.web {
+        let (env, app_root) = app_root(&cli)?;
+        let url = web::console_url(&env, &app_root)
+            .await
+            .map_err(Failure::Error)?;
+        println!("{url}");
+        if cli.open {
+            web::open(&url).map_err(Failure::Error)?;
+        }
         return Ok(ExitCode::SUCCESS);
     }
     if cli.list {

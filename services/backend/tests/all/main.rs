@@ -8,6 +8,7 @@
 mod a2a;
 mod agent;
 mod bad_input;
+mod browser;
 mod cluster;
 mod conversation;
 mod crash;

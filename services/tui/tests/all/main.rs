@@ -11,3 +11,4 @@ mod reconnect;
 mod render;
 mod support;
 mod tmux;
+mod web;

@@ -1,0 +1,145 @@
+// The conversation: user and steering messages, streamed Markdown answers, tool calls
+// (input and output collapsed), run boundaries and notices. Main stream only; sub-agents
+// appear in the agent tree.
+
+import { h, pretty, diffView } from './dom.js';
+import { renderMarkdown } from './markdown.js';
+
+export class Timeline {
+  constructor() {
+    this.el = h('ol', { class: 'timeline', id: 'timeline', 'aria-label': 'Conversation', 'aria-live': 'polite' });
+    this.streaming = new Map(); // "run:step" -> {el, text, frame}
+    this.tools = new Map(); // call_id -> {card, status, body}
+  }
+
+  item(cls, ...children) {
+    const li = h('li', { class: 'item ' + cls }, ...children);
+    this.el.append(li);
+    const scroller = this.el.parentElement;
+    if (scroller && scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 200) {
+      li.scrollIntoView({ block: 'end' });
+    }
+    return li;
+  }
+
+  delta(frame) {
+    if (frame.channel !== 'text') return;
+    const key = `${frame.run_id}:${frame.step}`;
+    let s = this.streaming.get(key);
+    if (!s) {
+      const body = h('div', { class: 'md streaming' });
+      s = { text: '', body, el: this.item('assistant streaming', h('div', { class: 'who' }, 'Lumina'), body), frame: 0 };
+      this.streaming.set(key, s);
+    }
+    s.text += frame.text;
+    if (!s.frame) {
+      s.frame = requestAnimationFrame(() => {
+        s.frame = 0;
+        s.body.replaceWith((s.body = renderMarkdown(s.text)));
+        s.body.classList.add('streaming');
+      });
+    }
+  }
+
+  apply(frame) {
+    const e = frame.event;
+    switch (e.kind) {
+      case 'session.created':
+        this.item('notice', 'Session created in ', h('code', {}, e.project_root));
+        break;
+      case 'message.user':
+        this.item('user', h('div', { class: 'who' }, e.skill ? `You (/${e.skill})` : 'You'), h('div', { class: 'text' }, e.text));
+        break;
+      case 'message.steering':
+        this.item('user steering', h('div', { class: 'who' }, 'You (steering)'), h('div', { class: 'text' }, e.text));
+        break;
+      case 'run.queued':
+        this.item('notice', `Queued (${e.mode}): `, h('span', { class: 'text' }, e.prompt));
+        break;
+      case 'message.assistant': {
+        const key = `${e.run_id}:${e.step}`;
+        const s = this.streaming.get(key);
+        if (s) {
+          if (s.frame) cancelAnimationFrame(s.frame);
+          s.el.remove();
+          this.streaming.delete(key);
+        }
+        if (e.text && e.text.trim()) {
+          this.item('assistant', h('div', { class: 'who' }, 'Lumina'), renderMarkdown(e.text));
+        }
+        break;
+      }
+      case 'tool.started':
+        this.toolStarted(e);
+        break;
+      case 'tool.completed':
+        this.toolCompleted(e);
+        break;
+      case 'tool.interrupted': {
+        const t = this.tools.get(e.call_id);
+        if (t) this.setToolStatus(t, 'interrupted', 'interrupted: ' + e.reason);
+        break;
+      }
+      case 'permission.resolved':
+        this.item('notice small', `Permission ${e.decision.replace('_', ' ')} (by ${e.by})${e.reason ? ': ' + e.reason : ''}`);
+        break;
+      case 'run.completed':
+        this.item('run-end ok', 'Run completed');
+        break;
+      case 'run.failed':
+        this.item('run-end failed', `Run failed (${e.code}): ${e.message}`);
+        break;
+      case 'run.interrupted':
+        this.item('run-end interrupted', `Run interrupted: ${e.reason}`);
+        break;
+      case 'warning':
+        this.item('notice warning', `Warning (${e.code}): ${e.message}`);
+        break;
+      case 'checkpoint':
+        this.item('notice small', `Context compacted (${e.tokens_before} → ${e.tokens_after} tokens)`);
+        break;
+      case 'hook.completed':
+        this.item('notice small', `Hook ${e.event}: ${e.hook} → exit ${e.exit_code ?? 'killed'}${e.blocked ? ' (blocked)' : ''}`);
+        break;
+      case 'agent.started':
+        this.item('notice', `Sub-agent started: ${e.description || e.prompt.slice(0, 80)}`);
+        break;
+      case 'goal.started':
+        this.item('notice', 'Goal started: ', h('span', { class: 'text' }, e.objective));
+        break;
+      case 'goal.completed':
+        this.item('notice', `Goal ${e.state}${e.summary ? ': ' + e.summary : ''}${e.reason ? ' (' + e.reason + ')' : ''}`);
+        break;
+      default:
+        break; // unknown or bookkeeping kinds
+    }
+  }
+
+  toolStarted(e) {
+    const status = h('span', { class: 'badge running' }, 'running');
+    const body = h('div', { class: 'tool-body' },
+      h('h4', {}, 'Input'), h('pre', { class: 'json', tabindex: '0' }, pretty(e.arguments)));
+    const card = h('details', { class: 'tool', 'data-call': e.call_id },
+      h('summary', {}, h('span', { class: 'tool-name' }, e.tool), ' ', status), body);
+    const t = { card, status, body };
+    this.tools.set(e.call_id, t);
+    this.item('tool-item', card);
+  }
+
+  setToolStatus(t, cls, text) {
+    t.status.className = 'badge ' + cls;
+    t.status.textContent = text;
+  }
+
+  toolCompleted(e) {
+    let t = this.tools.get(e.call_id);
+    if (!t) {
+      this.toolStarted({ call_id: e.call_id, tool: e.tool, arguments: {} });
+      t = this.tools.get(e.call_id);
+    }
+    this.setToolStatus(t, e.is_error ? 'failed' : 'ok', e.is_error ? 'error' : 'done');
+    t.body.append(h('h4', {}, 'Output'), h('pre', { class: 'output', tabindex: '0' }, pretty(e.output)));
+    const diff = e.metadata && e.metadata.diff;
+    if (diff) t.body.append(h('h4', {}, 'Diff'), diffView(diff));
+  }
+}
