@@ -6,3 +6,17 @@ mod a11y;
 mod cdp;
 mod console;
 mod flows;
+
+/// Where the tests put their screenshots: `$LUMINA_CONSOLE_SCREENSHOTS` (the pictures in
+/// docs/console/ are refreshed with `LUMINA_CONSOLE_SCREENSHOTS=docs/console`, a path relative
+/// to the repository), else a folder under the system's temporary directory, so a test run
+/// never rewrites tracked files.
+pub fn shots() -> std::path::PathBuf {
+    let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = match std::env::var_os("LUMINA_CONSOLE_SCREENSHOTS") {
+        Some(dir) => root.join(dir),
+        None => std::env::temp_dir().join("lumina-console-screenshots"),
+    };
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}

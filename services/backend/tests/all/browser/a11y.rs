@@ -87,11 +87,7 @@ async fn every_console_page_passes_axe_without_serious_violations() {
     page.wait_for("document.querySelector('#sessions table')")
         .await;
     assert_accessible(&page, "sessions").await;
-    page.screenshot(
-        &std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../../docs/console/sessions.png"),
-    )
-    .await;
+    page.screenshot(&super::shots().join("sessions.png")).await;
     assert!(session_hash.as_str().is_some());
 
     // Archive: the session leaves the list and comes back with "show archived".

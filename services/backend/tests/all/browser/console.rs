@@ -2,19 +2,14 @@
 //! approval dialog (surviving a reload), the diff and the file on disk; refused credentials
 //! and tickets; the security headers. Screenshots of each page go to `docs/console/`.
 
-use std::path::PathBuf;
-
 use lumina_protocol::methods::Empty;
 use lumina_testkit::Turn;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::cdp::Browser;
+use super::shots;
 use crate::support::Harness;
-
-fn shots() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/console")
-}
 
 fn http_base(harness: &Harness) -> String {
     harness

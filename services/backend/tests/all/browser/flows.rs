@@ -3,18 +3,13 @@
 //! the agent tree, two tabs on one session showing identical conversations, an oversized
 //! paste refused with a clear message.
 
-use std::path::PathBuf;
-
 use lumina_protocol::methods::Empty;
 use lumina_testkit::Turn;
 use serde_json::json;
 
 use super::cdp::{Browser, Page};
+use super::shots;
 use crate::support::Harness;
-
-fn shots() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../docs/console")
-}
 
 /// A signed-in page (its own browser context and ticket) at `#/session/<id>` or the list.
 async fn signed_in<'a>(browser: &'a Browser, harness: &Harness, hash: &str) -> Page<'a> {
