@@ -14,7 +14,7 @@ use lumina_protocol::methods::{
 use lumina_protocol::Method;
 
 use super::error::{ApiError, ErrorBody};
-use super::execute::check_agent;
+use super::execute::apply_agent;
 use super::types::{Conversation, ConversationPage, CreateConversation, ListQuery, MessagePage};
 use super::window::{events_after, message_of};
 use super::{caller, conversation_id, session_call};
@@ -55,7 +55,15 @@ pub async fn create(
     )
     .await?;
     if let Some(agent) = body.agent.as_deref() {
-        if let Err(error) = check_agent(&state, agent, &created.session.project_root) {
+        let applied = apply_agent(
+            &state,
+            &identity,
+            agent,
+            &created.session.id,
+            &created.session.project_root,
+        )
+        .await;
+        if let Err(error) = applied {
             // Leave no conversation behind for a refused request.
             let _: Result<Ack, _> = session_call(
                 &state,

@@ -18,9 +18,10 @@ use axum::Json;
 use futures::Stream;
 use lumina_protocol::methods::{
     Ack, Identity, SessionCreateParams, SessionInfoResult, SessionRef, SessionResult,
-    SessionResumeParams, SessionSubmitParams, SessionSubmitResult,
+    SessionResumeParams, SessionSubmitParams, SessionSubmitResult, TeamEnterParams,
+    TeamEnterResult,
 };
-use lumina_protocol::{Method, SessionStatus};
+use lumina_protocol::{ErrorCode, Method, SessionStatus};
 use lumina_runtime::Outbound;
 use lumina_skills::SkillCatalog;
 use tokio::sync::mpsc;
@@ -38,10 +39,14 @@ pub const DEFAULT_AGENT: &str = "default";
 /// Names the conversation an execute stream runs in (also in its first event).
 pub const CONVERSATION_HEADER: &str = "lumina-conversation-id";
 
-/// Checks an `agentId`: `None` for the default agent, the skill's name for a skill.
-pub fn check_agent(
+/// Resolves an `agentId` for a conversation: `None` for the default agent and for a team
+/// (the conversation's session enters the team, `team.enter`, so its runs are the team
+/// leader's from then on), the skill's name for a skill (its task is invoked as `/skill`).
+pub async fn apply_agent(
     state: &AppState,
+    identity: &Identity,
     agent: &str,
+    conversation_id: &str,
     project_root: &str,
 ) -> Result<Option<String>, ApiError> {
     if agent == DEFAULT_AGENT {
@@ -53,12 +58,26 @@ pub fn check_agent(
         &config.user_skills_dir,
         &config.builtin_skills_dir,
     );
-    match skills.get(agent) {
-        Some(_) => Ok(Some(agent.to_string())),
-        None => Err(ApiError::not_found(format!(
-            "no agent `{}` (use `default` or a skill name)",
+    if skills.get(agent).is_some() {
+        return Ok(Some(agent.to_string()));
+    }
+    let entered: Result<TeamEnterResult, ApiError> = session_call(
+        state,
+        identity,
+        Method::TeamEnter,
+        &TeamEnterParams {
+            session_id: conversation_id.to_string(),
+            team: agent.to_string(),
+        },
+    )
+    .await;
+    match entered {
+        Ok(_) => Ok(None),
+        Err(error) if error.0.code == ErrorCode::NotFound => Err(ApiError::not_found(format!(
+            "no agent `{}` (use `default`, a skill or a team name)",
             agent.chars().take(64).collect::<String>()
         ))),
+        Err(error) => Err(error),
     }
 }
 
@@ -113,7 +132,7 @@ async fn prepare(
             (created.session.id, created.session.project_root, true)
         }
     };
-    let skill = match check_agent(state, &agent, &project_root) {
+    let skill = match apply_agent(state, &identity, &agent, &conversation_id, &project_root).await {
         Ok(skill) => skill,
         Err(error) => {
             if created {
@@ -225,7 +244,7 @@ async fn subscribe_and_submit(
 
 /// Starts a run and answers at once.
 #[utoipa::path(post, path = "/api/v1/agents/{agentId}/execute",
-    params(("agentId" = String, Path, description = "`default` or a skill name"), ExecuteQuery),
+    params(("agentId" = String, Path, description = "`default`, a skill name or a team name"), ExecuteQuery),
     responses((status = 202, body = ExecuteAccepted), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 429, body = ErrorBody)),
@@ -248,7 +267,7 @@ pub async fn execute(
 
 /// Runs to the end and answers with the result.
 #[utoipa::path(post, path = "/api/v1/agents/{agentId}/execute/sync",
-    params(("agentId" = String, Path, description = "`default` or a skill name"), ExecuteQuery),
+    params(("agentId" = String, Path, description = "`default`, a skill name or a team name"), ExecuteQuery),
     responses((status = 200, body = ExecuteResult), (status = 400, body = ErrorBody),
         (status = 401, body = ErrorBody), (status = 404, body = ErrorBody),
         (status = 429, body = ErrorBody)),
@@ -309,7 +328,7 @@ pub async fn sync(
 
 /// Runs and streams the answer as Server-Sent Events.
 #[utoipa::path(post, path = "/api/v1/agents/{agentId}/execute/stream",
-    params(("agentId" = String, Path, description = "`default` or a skill name"), ExecuteQuery),
+    params(("agentId" = String, Path, description = "`default`, a skill name or a team name"), ExecuteQuery),
     responses((status = 200, content_type = "text/event-stream", body = StreamEventData,
             description = "`data:` events with an `id:` each: the conversation, chunks, then done or error"),
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),

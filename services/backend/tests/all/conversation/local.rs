@@ -429,3 +429,42 @@ async fn an_open_stream_counts_as_a_connection_of_its_tenant() {
     assert_eq!(chunks(&again.all().await), LONG);
     harness.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_team_name_as_agent_id_runs_the_task_as_that_team() {
+    let (harness, api) = start(vec![Turn::text("the leader's answer")], &[]).await;
+    let (status, result) = api
+        .post(
+            "/api/v1/agents/product-development/execute/sync?task=Plan%20a%20login%20page",
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{result}");
+    assert_eq!(result["answer"], json!("the leader's answer"));
+    // The run was the team leader's: its system prompt is the team's.
+    let requests = harness.model.requests();
+    let system = requests[0].body["system"].to_string();
+    assert!(system.contains("team-leader"), "{system}");
+    // The conversation stays in the team; another team is a conflict, an unknown one 404.
+    let id = result["conversationId"].as_str().unwrap().to_string();
+    let (status, body) = api
+        .post(
+            &format!("/api/v1/agents/deep-research/execute/sync?task=x&conversationId={id}"),
+            None,
+        )
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (409, "conflict".to_string()),
+        "{body}"
+    );
+    let (status, body) = api
+        .post("/api/v1/agents/no-such-agent/execute/sync?task=x", None)
+        .await;
+    assert_eq!(
+        (status, code(&body)),
+        (404, "not_found".to_string()),
+        "{body}"
+    );
+    harness.stop().await;
+}
