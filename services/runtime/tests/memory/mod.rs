@@ -9,7 +9,7 @@ use std::time::Duration;
 use lumina_config::{AppRoot, Env};
 use lumina_journal::sqlite::SqliteJournal;
 use lumina_memory::semantic::NodeStatus;
-use lumina_memory::sqlite::{SqliteMemory, SqliteOptions};
+use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 use lumina_memory::MemoryStore;
 use lumina_protocol::methods::{SessionCreateParams, SessionSubmitParams};
 use lumina_runtime::memory::{project_space, COMPILE_DEBOUNCE};
