@@ -203,7 +203,10 @@ enum LocalModelProblem {
     #[error("the local model is not installed ({missing} missing in {})", dir.display())]
     NotInstalled { missing: String, dir: PathBuf },
     #[error("the local model in {} did not load ({source})", dir.display())]
-    Load { dir: PathBuf, source: lumina_memory::Error },
+    Load {
+        dir: PathBuf,
+        source: lumina_memory::Error,
+    },
 }
 
 /// BGE-M3 when its folder is complete and loads, else MiniLM (with a warning about BGE-M3

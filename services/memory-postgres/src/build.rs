@@ -170,7 +170,8 @@ impl IndexBackend for PgMemory {
                 window: self.inner.options.index.window,
             },
         )
-        .await
+        .await?;
+        Ok(())
     }
 
     async fn space_indexed(&self, generation: u64, space: &str, rows: u64) -> Result<()> {

@@ -466,8 +466,8 @@ async fn sparse_postings(
     for r in rows {
         let event_id = from_int(r.try_get(0).pg("sparse posting row")?, "event id")?;
         let term: i64 = r.try_get(1).pg("sparse posting row")?;
-        let term =
-            u32::try_from(term).map_err(|_| lumina_memory::Error::Corrupt(format!("term {term}")))?;
+        let term = u32::try_from(term)
+            .map_err(|_| lumina_memory::Error::Corrupt(format!("term {term}")))?;
         out.entry(event_id)
             .or_default()
             .push((term, r.try_get(2).pg("sparse posting row")?));

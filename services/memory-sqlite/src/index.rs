@@ -17,8 +17,8 @@ use std::path::Path;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::db::{from_sql_int, open, to_sql_int, DbResultExt};
-use lumina_memory::build::LedgerRow;
 use super::windows::{insert_postings, refresh_windows};
+use lumina_memory::build::LedgerRow;
 use lumina_memory::derive::{derive, edges, FIELD_BODY};
 use lumina_memory::embed::codec::{decode_sparse, or_skip, sparse_bytes, Quantized, VectorRow};
 use lumina_memory::{now_ms, Error, LedgerHead, Result};

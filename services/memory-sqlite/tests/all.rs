@@ -10,8 +10,8 @@ mod sqlite;
 use std::sync::Arc;
 
 use lumina_memory::conformance::StoreFixture;
-use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 use lumina_memory::MemoryStore;
+use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 use tempfile::TempDir;
 
 /// A store in its own temp dir (the AppRoot), removed when the fixture drops.

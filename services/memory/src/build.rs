@@ -122,9 +122,10 @@ pub struct Aligned {
 /// The alignment state of one space.
 pub async fn status<B: IndexBackend + ?Sized>(store: &B, space: &str) -> Result<IndexStatus> {
     let position = store.position(space).await?;
-    let (generation, fingerprint, indexed) = position
-        .published
-        .unwrap_or((0, String::new(), LedgerHead::default()));
+    let (generation, fingerprint, indexed) =
+        position
+            .published
+            .unwrap_or((0, String::new(), LedgerHead::default()));
     Ok(IndexStatus {
         space: space.to_owned(),
         generation,

@@ -39,11 +39,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use lumina_memory::embed::EmbeddingProvider;
-use lumina_memory_postgres::{PgMemory, PgMemoryOptions};
 use lumina_memory::rerank::Reranker;
-use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 use lumina_memory::time::{to_ms, Civil};
 use lumina_memory::{BuildLimits, Error, MemoryStore, NewEvidence, RecallQuery, Result};
+use lumina_memory_postgres::{PgMemory, PgMemoryOptions};
+use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 
 /// Benchmark settings.
 #[derive(Clone)]

@@ -8,10 +8,10 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
 use axum::{Json, Router};
 use lumina_config::Secret;
-use lumina_memory::conformance::{sample_conversation, SPACE};
 use lumina_embed::{EmbeddingProvider, HashEmbeddings, RemoteEmbeddings, RemoteOptions};
-use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
+use lumina_memory::conformance::{sample_conversation, SPACE};
 use lumina_memory::{Error, MemoryStore, RecallQuery};
+use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 

@@ -82,8 +82,7 @@ async fn matches_the_reference_tokenizer_and_model() {
 #[test]
 fn tokenizer_matches_the_fixture() {
     let tokenizer =
-        lumina_embed::local::wordpiece::WordPiece::load(&model_dir().join("vocab.txt"))
-            .unwrap();
+        lumina_embed::local::wordpiece::WordPiece::load(&model_dir().join("vocab.txt")).unwrap();
     let fixture = include_str!("minilm_token_ids.jsonl");
     let mut count = 0;
     for line in fixture.lines() {

@@ -7,10 +7,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 use lumina_config::{MemoryEmbeddings, MemoryModels, Secret};
-use lumina_memory::conformance::{sample_conversation, SPACE};
 use lumina_embed::{self as embed, Level, Source, LOCAL_MODEL_FILES};
-use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
+use lumina_memory::conformance::{sample_conversation, SPACE};
 use lumina_memory::{MemoryStore, RecallQuery};
+use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 use pretty_assertions::assert_eq;
 
 fn models(embeddings: MemoryEmbeddings) -> MemoryModels {

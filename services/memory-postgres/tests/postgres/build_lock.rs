@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use lumina_memory::conformance::{sample_conversation, SPACE};
-use lumina_memory_postgres::{PgMemory, PgMemoryOptions};
 use lumina_memory::{BuildLimits, MemoryStore, RecallQuery};
+use lumina_memory_postgres::{PgMemory, PgMemoryOptions};
 
 use super::{fresh_database, psql};
 

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use lumina_memory::conformance::{sample_conversation, StoreFixture, SPACE};
 use lumina_memory::embed::{EmbeddingProvider, HashEmbeddings};
-use lumina_memory_postgres::{PgMemory, PgMemoryOptions};
 use lumina_memory::{BuildLimits, Error, MemoryStore, NewEvidence, RecallQuery, RetrievalOptions};
+use lumina_memory_postgres::{PgMemory, PgMemoryOptions};
 use lumina_testkit::postgres::PgServer;
 use pretty_assertions::assert_eq;
 

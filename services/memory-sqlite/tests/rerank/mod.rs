@@ -12,8 +12,8 @@ use axum::{Json, Router};
 use lumina_config::{MemoryModels, Secret};
 use lumina_memory::conformance::{sample_conversation, SPACE};
 use lumina_memory::rerank::{self, rerank_url, RemoteReranker, RerankOptions, Reranker};
-use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 use lumina_memory::{Error, MemoryStore, Recall, RecallQuery, RetrievalOptions};
+use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 use pretty_assertions::assert_eq;
 use serde_json::{json, Value};
 

@@ -9,8 +9,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 use lumina_memory::{BuildLimits, MemoryStore, NewEvidence, RecallQuery};
+use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 
 const DIR_VAR: &str = "LUMINA_MEMORY_KILL_DIR";
 const SPACE: &str = "killed-space";

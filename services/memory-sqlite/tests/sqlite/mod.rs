@@ -5,8 +5,8 @@ use std::path::Path;
 
 use lumina_memory::conformance::{sample_conversation, OTHER_SPACE, SPACE};
 use lumina_memory::derive::IndexOptions;
-use lumina_memory_sqlite::SqliteOptions;
 use lumina_memory::{BuildLimits, MemoryStore, RecallQuery};
+use lumina_memory_sqlite::SqliteOptions;
 use pretty_assertions::assert_eq;
 use sha2::{Digest, Sha256};
 
