@@ -10,7 +10,7 @@
 //! Latency is per query, wall clock, query encoding and alignment check included.
 //!
 //! Measured on the LoCoMo dev split (5 conversations, 2,760 turns, 997 scored questions;
-//! 2 shared cores), default options, `cargo test --release -p lumina-memory --test all --
+//! 2 shared cores), default options, `cargo test --release -p lumina-backend --test all --
 //! --ignored --nocapture locomo` (R@k, %):
 //!
 //! | system | R@1 | R@5 | R@10 | R@25 | R@50 | any@10 | multi-hop R@10 | p50 / p95 ms |
