@@ -299,14 +299,7 @@ pub(crate) async fn node_group(
 
 /// Refuses a write when the space's checkpoint is not the one the batch was read after.
 async fn check_checkpoint(tx: &Transaction<'_>, tenant: &str, span: &BatchSpan) -> Result<()> {
-    let last = compile_state(tx, tenant, &span.space).await?.last_event_id;
-    if last != span.after {
-        return Err(Error::Unavailable(format!(
-            "the compile checkpoint of space {} moved to event {last} (another compile ran)",
-            span.space
-        )));
-    }
-    Ok(())
+    span.check_checkpoint(compile_state(tx, tenant, &span.space).await?.last_event_id)
 }
 
 /// Moves the checkpoint and bumps the space's revision.

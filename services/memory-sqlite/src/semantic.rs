@@ -176,13 +176,7 @@ fn check_checkpoint(tx: &Transaction<'_>, span: &BatchSpan) -> Result<()> {
         .optional()
         .db("read compile checkpoint")?
         .unwrap_or(0);
-    if from_sql_int(last, "event id")? != span.after {
-        return Err(Error::Unavailable(format!(
-            "the compile checkpoint of space {} moved to event {last} (another compile ran)",
-            span.space
-        )));
-    }
-    Ok(())
+    span.check_checkpoint(from_sql_int(last, "event id")?)
 }
 
 /// Moves the checkpoint and bumps the space's revision.

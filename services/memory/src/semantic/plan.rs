@@ -16,7 +16,7 @@
 use super::ground::{Authority, Grounded, Rejection};
 use super::parse::ProposedNode;
 use super::{normalize, NodeKey, NodeStatus};
-use crate::time;
+use crate::{time, Error, Result};
 
 /// A proposed node with the verdict of the grounding check.
 #[derive(Debug, Clone)]
@@ -120,6 +120,20 @@ pub struct BatchSpan {
     pub last_event_id: u64,
     /// The checksum of the batch's last row (the next checkpoint).
     pub last_checksum: String,
+}
+
+impl BatchSpan {
+    /// Refuses a write when the space's compile checkpoint (`last`, the store's) is no longer
+    /// the one the batch was read after: another compile ran.
+    pub fn check_checkpoint(&self, last: u64) -> Result<()> {
+        if last != self.after {
+            return Err(Error::Unavailable(format!(
+                "the compile checkpoint of space {} moved to event {last} (another compile ran)",
+                self.space
+            )));
+        }
+        Ok(())
+    }
 }
 
 /// Everything one batch writes, in one transaction.
