@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 
 use clap::Subcommand;
 use lumina_config::{AppRoot, Env, MemoryModels};
-use lumina_memory::embed::{self, LOCAL_MODEL_DIR, LOCAL_MODEL_FILES};
-use lumina_memory::sqlite::{SqliteMemory, SqliteOptions};
+use lumina_embed::{self as embed, LOCAL_MODEL_DIR, LOCAL_MODEL_FILES};
+use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 
 /// Tokenizer files copied along when the source has them (the provider reads only
 /// `vocab.txt`; they document the model as shipped).

@@ -15,17 +15,17 @@ pub const INDEX_SCHEMA_VERSION: u32 = 2;
 
 /// Edge kinds of the event/context/concept graph. Adjacent-turn edges are not stored:
 /// they follow from the documents' order within their context.
-pub(crate) const EDGE_CONTEXT: i64 = 1;
+pub const EDGE_CONTEXT: i64 = 1;
 /// See [`EDGE_CONTEXT`].
-pub(crate) const EDGE_CONCEPT: i64 = 2;
+pub const EDGE_CONCEPT: i64 = 2;
 /// An accepted semantic node and an event it cites. Not stored in index generations: the
 /// read path adds these edges from the node tables (`semantic::overlay`).
-pub(crate) const EDGE_NODE: i64 = 3;
+pub const EDGE_NODE: i64 = 3;
 
 /// Sparse fields: the event's own terms and its window's.
-pub(crate) const FIELD_BODY: i64 = 0;
+pub const FIELD_BODY: i64 = 0;
 /// See [`FIELD_BODY`].
-pub(crate) const FIELD_WINDOW: i64 = 1;
+pub const FIELD_WINDOW: i64 = 1;
 
 /// Index-time options (part of the fingerprint: changing one rebuilds).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,7 +81,7 @@ pub fn config_fingerprint(
 
 /// The indexed forms of one evidence row.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct DerivedDoc {
+pub struct DerivedDoc {
     /// "actor: text (8 May 2023)": what full-text and sparse indexes see. The event's date
     /// is part of it so that questions naming a time can match.
     pub body: String,
@@ -92,7 +92,7 @@ pub(crate) struct DerivedDoc {
 }
 
 /// Analyzes one evidence row.
-pub(crate) fn derive(evidence: &Evidence) -> DerivedDoc {
+pub fn derive(evidence: &Evidence) -> DerivedDoc {
     let row = &evidence.row;
     let body = format!(
         "{}: {} ({})",
@@ -109,19 +109,19 @@ pub(crate) fn derive(evidence: &Evidence) -> DerivedDoc {
 
 /// The graph edges of an event: to its context and to each of its concepts, as
 /// (node key, kind).
-pub(crate) fn edges(evidence: &Evidence, doc: &DerivedDoc) -> Vec<(String, i64)> {
+pub fn edges(evidence: &Evidence, doc: &DerivedDoc) -> Vec<(String, i64)> {
     let mut edges = vec![(format!("c:{}", evidence.row.context), EDGE_CONTEXT)];
     edges.extend(doc.concepts.iter().map(|c| (c.clone(), EDGE_CONCEPT)));
     edges
 }
 
 /// The text an embedding model sees for an event.
-pub(crate) fn embedding_text(evidence: &Evidence) -> String {
+pub fn embedding_text(evidence: &Evidence) -> String {
     format!("{}: {}", evidence.row.actor, evidence.row.text)
 }
 
 /// The texts an embedding model sees for the spans of an event, when it has more than one.
-pub(crate) fn span_texts(evidence: &Evidence) -> Vec<String> {
+pub fn span_texts(evidence: &Evidence) -> Vec<String> {
     let row = &evidence.row;
     let spans = text::spans(&row.text, SPAN_MIN_CHARS);
     if spans.len() < 2 {
@@ -135,7 +135,7 @@ pub(crate) fn span_texts(evidence: &Evidence) -> Vec<String> {
 
 /// An FTS5 query matching any of `words` (each quoted; only alphanumeric words, which
 /// cannot break out of the quotes).
-pub(crate) fn fts_query(words: &[String]) -> String {
+pub fn fts_query(words: &[String]) -> String {
     let mut seen = BTreeSet::new();
     words
         .iter()

@@ -3,35 +3,36 @@
 //! This crate owns
 //! - the **ledger** contract ([`MemoryStore`]): immutable evidence rows with checksums, a
 //!   per-space hash chain and idempotent ingestion by source id;
-//! - the **derived indexes** rebuilt from the ledger ([`mod@derive`]): full text (FTS5), a
+//! - the **derived indexes** rebuilt from the ledger ([`mod@derive`]): full text, a
 //!   BM25 sparse index with an event window field, an event/context/concept graph and,
 //!   with an embedding model, event and span dense vectors plus the model's learned
 //!   sparse weights and token vectors when it has them (BGE-M3), built by a resumable job
-//!   with checkpoints and published atomically, versioned by a retrieval fingerprint
-//!   checked on every query;
+//!   with checkpoints and published atomically ([`build`], one job over each store's
+//!   [`build::IndexBackend`]), versioned by a retrieval fingerprint checked on every query;
 //! - the **read path** ([`retrieve`]): one pipeline for every query, from the alignment
 //!   check to the organized context, every item carrying its source event id;
 //! - the **semantic compile** ([`semantic`]): nodes proposed by a model from new evidence,
 //!   grounded locally in the ledger, with conflicts resolved by authority and time or left
 //!   pending; accepted nodes join the retrieval graph;
-//! - **embedding providers** ([`embed`]) and their selection from the settings, and the
-//!   optional **reranker** of the read path ([`rerank`]);
-//! - the SQLite backend ([`sqlite::SqliteMemory`]), the PostgreSQL backend
-//!   ([`postgres::PgMemory`]), the backend-independent
-//!   `conformance` suite (feature `testsuite`), and the LoCoMo retrieval benchmark ([`mod@bench`]).
+//! - the **embedding provider** contract ([`embed`]; the models themselves are in
+//!   `lumina-embed`) and the optional **reranker** of the read path ([`rerank`]);
+//! - the backend-independent `conformance` suite (feature `testsuite`).
+//!
+//! The stores are their own crates over this one: `lumina-memory-sqlite` (local) and
+//! `lumina-memory-postgres` (cluster). Only `lumina-backend` chooses a concrete store and
+//! embedder; the LoCoMo benchmark lives there too (`lumina-backend bench memory`).
 #![warn(missing_docs)]
 
-pub mod bench;
+pub mod build;
 #[cfg(feature = "testsuite")]
 pub mod conformance;
 pub mod derive;
 pub mod embed;
+pub mod endpoint;
 mod error;
-pub mod postgres;
 pub mod rerank;
 pub mod retrieve;
 pub mod semantic;
-pub mod sqlite;
 pub mod text;
 pub mod time;
 mod types;

@@ -227,7 +227,7 @@ impl Reranker for RemoteReranker {
 /// a warning naming the setting) when it is not a usable URL.
 pub fn select(models: &MemoryModels) -> Option<Arc<dyn Reranker>> {
     let base_url = models.reranker_base_url.as_deref()?;
-    if let Err(reason) = crate::embed::check_http_url(base_url) {
+    if let Err(reason) = crate::endpoint::check_http_url(base_url) {
         tracing::warn!("memory_reranker_base_url is not usable ({reason}): recall is not reranked");
         return None;
     }

@@ -498,7 +498,7 @@ mod tests {
     #[tokio::test]
     async fn schedules_join_one_compile_per_space() {
         use lumina_memory::conformance::{profile_conversation, ScriptedModel};
-        use lumina_memory::sqlite::{SqliteMemory, SqliteOptions};
+        use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 
         let dir = tempfile::tempdir().unwrap();
         let store: Arc<dyn MemoryStore> =

@@ -13,7 +13,7 @@ use lumina_cluster::{LeaseKeeper, Leases, Ownerships, Redis, Registration, Regis
 use lumina_config::{AppRoot, Env};
 use lumina_journal::postgres::PgJournal;
 use lumina_journal::{Fence, JournalStore, SessionKey};
-use lumina_memory::postgres::{PgMemory, PgMemoryOptions};
+use lumina_memory_postgres::{PgMemory, PgMemoryOptions};
 use lumina_protocol::methods::{DrainResult, Identity};
 use lumina_runtime::{Ownership, Runtime, RuntimeOptions};
 use serde_json::{json, Value};

@@ -17,6 +17,7 @@ mod extensions;
 mod goal;
 mod guidance;
 mod limits;
+mod locomo;
 mod mcp_client;
 mod mcp_server;
 mod memory;

@@ -12,8 +12,10 @@ use crate::{Error, Evidence, Result};
 
 /// One event's row of vectors in an index generation, as both stores write and read it.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub(crate) struct VectorRow {
+pub struct VectorRow {
+    /// The event the vectors belong to.
     pub event_id: u64,
+    /// The event's dense vector.
     pub dense: Vec<f32>,
     /// Learned sparse weights, when the model has them.
     pub sparse: Option<Vec<(u32, f32)>>,
@@ -27,7 +29,7 @@ pub(crate) struct VectorRow {
 /// Encodes the events of an index batch (each as `derive::embedding_text`) into the rows
 /// to store; with `spans`, also the spans of events that have several
 /// (`derive::span_texts`), as dense vectors. No rows without a model.
-pub(crate) async fn vector_rows(
+pub async fn vector_rows(
     embedder: Option<&dyn EmbeddingProvider>,
     events: Vec<&Evidence>,
     spans: bool,
@@ -93,13 +95,15 @@ fn unit(mut v: Vec<f32>) -> Vec<f32> {
 /// Unit vectors (token or span vectors) as kept in memory: `dims` i8 values each,
 /// value ≈ x × 127.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Quantized {
+pub struct Quantized {
+    /// Dimensions of each vector.
     pub dims: usize,
+    /// The vectors' values, `dims` per vector.
     pub data: Vec<i8>,
 }
 
 /// The scale of a quantized value.
-pub(crate) const SCALE: f32 = 127.0;
+pub const SCALE: f32 = 127.0;
 
 impl Quantized {
     /// Quantizes unit vectors of equal length (others are skipped).
@@ -160,7 +164,7 @@ impl Quantized {
 }
 
 /// Learned sparse weights as stored (see the module docs).
-pub(crate) fn sparse_bytes(weights: &[(u32, f32)]) -> Vec<u8> {
+pub fn sparse_bytes(weights: &[(u32, f32)]) -> Vec<u8> {
     weights
         .iter()
         .flat_map(|(id, w)| id.to_le_bytes().into_iter().chain(w.to_le_bytes()))
@@ -168,7 +172,7 @@ pub(crate) fn sparse_bytes(weights: &[(u32, f32)]) -> Vec<u8> {
 }
 
 /// Reads stored learned sparse weights back.
-pub(crate) fn decode_sparse(b: &[u8]) -> Result<Vec<(u32, f32)>> {
+pub fn decode_sparse(b: &[u8]) -> Result<Vec<(u32, f32)>> {
     if !b.len().is_multiple_of(8) {
         return Err(Error::Corrupt(format!(
             "sparse weights of {} bytes (not pairs of u32 and f32)",
@@ -187,7 +191,7 @@ pub(crate) fn decode_sparse(b: &[u8]) -> Result<Vec<(u32, f32)>> {
 
 /// Derived data that does not decode is skipped with a warning (a rebuild restores it):
 /// `None` for an error.
-pub(crate) fn or_skip<T>(event_id: u64, decoded: Result<T>) -> Option<T> {
+pub fn or_skip<T>(event_id: u64, decoded: Result<T>) -> Option<T> {
     decoded
         .map_err(|err| tracing::warn!(event_id, error = %err, "skipping stored vectors"))
         .ok()

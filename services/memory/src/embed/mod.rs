@@ -1,29 +1,19 @@
-//! Embedding providers: the [`EmbeddingProvider`] contract, the remote OpenAI-compatible
-//! client ([`RemoteEmbeddings`]), a deterministic feature-hashing provider
-//! ([`HashEmbeddings`], no model files; for tests and as a lexical-dense stand-in), and,
-//! behind the `local-embeddings` feature, local BGE-M3 and all-MiniLM-L6-v2 inference; and
-//! [`select()`], the choice among them from the settings.
+//! Embedding providers as the read path and the index job see them: the
+//! [`EmbeddingProvider`] contract, the vector codec ([`codec`]: quantized rows as the
+//! stores keep them) and a deterministic feature-hashing provider ([`HashEmbeddings`], no
+//! model files; for tests and as a lexical-dense stand-in, used by the conformance suite).
+//! The real models (the remote OpenAI-compatible client, local BGE-M3 and
+//! all-MiniLM-L6-v2 with candle) and their selection from the settings live in
+//! `lumina-embed`, which depends on this crate.
 //!
 //! A provider's [`model_id`](EmbeddingProvider::model_id) and dimensions are part of the
 //! retrieval fingerprint, so vectors of different models are never mixed; credentials
 //! never are.
 
-pub(crate) mod codec;
+pub mod codec;
 mod hash;
-#[cfg(feature = "local-embeddings")]
-pub mod local;
-mod remote;
-mod select;
 
 pub use hash::HashEmbeddings;
-#[cfg(feature = "local-embeddings")]
-pub use local::{LocalBgeM3, LocalMiniLm};
-pub use remote::{RemoteEmbeddings, RemoteOptions};
-pub(crate) use select::check_http_url;
-pub use select::{
-    bge_m3_dir, bge_m3_missing, local_model_dir, local_model_installed, select, Level, Selection,
-    Source, BGE_M3_DIR, BGE_M3_FILES, LOCAL_MODEL_DIR, LOCAL_MODEL_FILES,
-};
 
 use async_trait::async_trait;
 

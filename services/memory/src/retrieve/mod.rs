@@ -12,7 +12,7 @@
 mod organize;
 mod rerank;
 mod select;
-pub(crate) mod snapshot;
+pub mod snapshot;
 
 use std::collections::HashMap;
 
@@ -27,7 +27,7 @@ use crate::{text, Recall, RecallQuery, RecallStats, RecalledItem, Signals};
 
 /// Query-time parameters (not part of the fingerprint: changing them needs no rebuild).
 /// Defaults were chosen on the LoCoMo dev split by small sweeps of one parameter at a
-/// time (see [`crate::bench`] for the figures); most are flat within a point.
+/// time (docs/benchmarks.md has the figures); most are flat within a point.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct RetrievalOptions {
@@ -118,7 +118,7 @@ impl Default for RetrievalOptions {
 
 /// An encoded query.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct EncodedQuery {
+pub struct EncodedQuery {
     /// Analyzed terms, deduplicated.
     pub terms: Vec<String>,
     /// The FTS5 query (any of the content words).
@@ -132,7 +132,7 @@ pub(crate) struct EncodedQuery {
 }
 
 /// Query encoding, the lexical part: analyzer terms and the full-text query.
-pub(crate) fn encode(query_text: &str) -> EncodedQuery {
+pub fn encode(query_text: &str) -> EncodedQuery {
     let mut terms = text::terms(query_text);
     let mut seen = std::collections::HashSet::new();
     terms.retain(|t| seen.insert(t.clone()));
@@ -145,7 +145,7 @@ pub(crate) fn encode(query_text: &str) -> EncodedQuery {
 
 impl EncodedQuery {
     /// Adds the model's part of the query encoding (the dense vector is normalized).
-    pub(crate) fn with_model(mut self, model: Option<Encoding>) -> Self {
+    pub fn with_model(mut self, model: Option<Encoding>) -> Self {
         let Some(model) = model else {
             return self;
         };
@@ -163,7 +163,7 @@ impl EncodedQuery {
 
 /// Query encoding, the model's part (when the store has a model). Runs while the store
 /// aligns its indexes and reads the lexical candidates.
-pub(crate) async fn model_encoding(
+pub async fn model_encoding(
     embedder: Option<&dyn EmbeddingProvider>,
     query_text: &str,
 ) -> crate::Result<Option<Encoding>> {
@@ -189,7 +189,7 @@ struct Candidate {
 }
 
 /// The ranked candidates of one query, before evidence selection.
-pub(crate) struct Ranked {
+pub struct Ranked {
     /// Candidates by final score, best first, each doc once.
     docs: Vec<(u32, Candidate)>,
     /// The query's term ids in the snapshot's vocabulary.
@@ -202,7 +202,7 @@ pub(crate) struct Ranked {
 /// score), best first. `dense` is the backend's approximate nearest-neighbour list (event
 /// id, cosine), best first, when it searched an ANN index; `None` runs exact cosine over
 /// the snapshot's vectors.
-pub(crate) fn rank(
+pub fn rank(
     snap: &Snapshot,
     q: &EncodedQuery,
     fulltext: &[(u64, f32)],
@@ -327,7 +327,7 @@ pub(crate) fn rank(
 
 /// The end of the read path: the optional rerank of the best candidates, evidence
 /// selection and context organization.
-pub(crate) async fn conclude(
+pub async fn conclude(
     snap: &Snapshot,
     mut ranked: Ranked,
     reranker: Option<&dyn Reranker>,

@@ -13,7 +13,8 @@ use crate::{text, time, Evidence};
 
 /// One document: the evidence plus its scoring spans.
 #[derive(Debug)]
-pub(crate) struct Doc {
+pub struct Doc {
+    /// The ledger row.
     pub evidence: Evidence,
     /// Byte ranges of the text's spans with their term ids (plus the event's actor and
     /// date terms, which hold for every span).
@@ -22,18 +23,23 @@ pub(crate) struct Doc {
     pub terms: Vec<u32>,
     /// Term frequencies of the window field.
     pub window_tf: HashMap<u32, u32>,
+    /// Estimated tokens of the text (`text::estimate_tokens`).
     pub tokens: usize,
 }
 
 /// One BM25 field.
 #[derive(Debug, Default)]
-pub(crate) struct Field {
+pub struct Field {
+    /// Term id → (doc, term frequency), by doc.
     pub postings: HashMap<u32, Vec<(u32, u32)>>,
+    /// Field length per doc, in terms.
     pub len: Vec<u32>,
+    /// Average field length.
     pub avg_len: f32,
 }
 
 impl Field {
+    /// BM25 inverse document frequency of a term among `n` docs.
     pub fn idf(&self, term: u32, n: usize) -> f32 {
         let df = self.postings.get(&term).map_or(0, Vec::len) as f32;
         (1.0 + (n as f32 - df + 0.5) / (df + 0.5)).ln()
@@ -42,9 +48,12 @@ impl Field {
 
 /// The graph: docs are nodes `0..n`, contexts and concepts follow.
 #[derive(Debug, Default)]
-pub(crate) struct Graph {
+pub struct Graph {
+    /// CSR offsets: node `i`'s edges are `offsets[i]..offsets[i + 1]`.
     pub offsets: Vec<usize>,
+    /// Edge targets.
     pub targets: Vec<u32>,
+    /// Edge weights.
     pub weights: Vec<f32>,
     /// Weighted degree per node.
     pub degree: Vec<f32>,
@@ -52,15 +61,22 @@ pub(crate) struct Graph {
 
 /// A space's read view.
 #[derive(Debug, Default)]
-pub(crate) struct Snapshot {
+pub struct Snapshot {
+    /// The documents, in context order.
     pub docs: Vec<Doc>,
+    /// Event id → doc index.
     pub by_event: HashMap<u64, u32>,
+    /// Term → term id.
     pub vocab: HashMap<String, u32>,
+    /// The body field.
     pub body: Field,
+    /// The event window field.
     pub window: Field,
+    /// The event/context/concept graph.
     pub graph: Graph,
     /// Row-major unit vectors, `dims` per doc (zeros for a doc without one).
     pub vectors: Vec<f32>,
+    /// Dimensions of `vectors` (0 without a model).
     pub dims: usize,
     /// Learned sparse postings (model vocabulary id → (doc, weight)), when the model has
     /// them.
@@ -78,7 +94,7 @@ pub(crate) struct Snapshot {
 
 /// Several i8-quantized unit vectors per doc (`codec::Quantized`), of one dimension.
 #[derive(Debug, Default)]
-pub(crate) struct DocVectors {
+pub struct DocVectors {
     dims: usize,
     data: Vec<i8>,
     /// Per doc: (first vector, count) in `data`.
@@ -133,10 +149,14 @@ impl DocVectors {
 }
 
 /// Inputs for [`Snapshot::build`]: documents in context order (context, turn order, id).
-pub(crate) struct SnapshotParts {
+pub struct SnapshotParts {
+    /// (evidence, body length, window length), in context order.
     pub docs: Vec<(Evidence, u32, u32)>,
+    /// Window postings: (term, field, event id, term frequency).
     pub postings: Vec<(String, i64, u64, u32)>,
+    /// Graph edges: (event id, node, edge kind).
     pub edges: Vec<(u64, String, i64)>,
+    /// The model's vectors per event.
     pub vectors: Vec<VectorRow>,
     /// What the space's semantic nodes add (graph edges, conflict notes).
     pub overlay: Overlay,
@@ -150,6 +170,7 @@ impl Snapshot {
         (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
     }
 
+    /// Builds the read view from what a store loaded.
     pub fn build(parts: SnapshotParts, options: &RetrievalOptions) -> Self {
         let mut s = Snapshot::default();
         let n = parts.docs.len();
@@ -300,6 +321,7 @@ impl Snapshot {
         }
     }
 
+    /// The dense vector of a doc, when it has one.
     pub fn vector(&self, doc: u32) -> Option<&[f32]> {
         let at = doc as usize * self.dims;
         (self.dims > 0).then(|| &self.vectors[at..at + self.dims])

@@ -24,12 +24,13 @@ use crate::{Error, Evidence, MemoryStore, Result};
 /// One compile at a time per space within a process (the commit's checkpoint check keeps
 /// concurrent processes correct; the lock only saves duplicate model calls).
 #[derive(Debug, Default)]
-pub(crate) struct SpaceLocks {
+pub struct SpaceLocks {
     spaces: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
 }
 
 impl SpaceLocks {
-    pub(crate) async fn lock(&self, space: &str) -> tokio::sync::OwnedMutexGuard<()> {
+    /// Waits for the space's compile lock.
+    pub async fn lock(&self, space: &str) -> tokio::sync::OwnedMutexGuard<()> {
         let lock = {
             let mut spaces = self.spaces.lock().unwrap_or_else(PoisonError::into_inner);
             Arc::clone(spaces.entry(space.to_owned()).or_default())
@@ -40,7 +41,7 @@ impl SpaceLocks {
 
 /// Which nodes of a space a backend loads.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum NodeFilter<'a> {
+pub enum NodeFilter<'a> {
     /// Every node, by id.
     All,
     /// Active and pending nodes, newest first, at most this many.
@@ -51,19 +52,25 @@ pub(crate) enum NodeFilter<'a> {
 
 /// A space's compile checkpoint.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct CompileState {
+pub struct CompileState {
+    /// The last compiled event (0 before the first).
     pub last_event_id: u64,
     /// The checksum of that ledger row ("" for 0).
     pub checksum: String,
+    /// The semantic fingerprint the nodes were compiled with.
     pub fingerprint: String,
+    /// Increases with every commit and reset (it versions cached read views).
     pub revision: u64,
 }
 
 /// A failed attempt at a batch.
 #[derive(Debug, Clone)]
-pub(crate) struct FailureDraft {
+pub struct FailureDraft {
+    /// The batch that failed.
     pub span: BatchSpan,
+    /// Why (no secrets: the model client's error).
     pub error: String,
+    /// Attempts after which the batch is skipped.
     pub max_attempts: u32,
 }
 
@@ -71,9 +78,11 @@ pub(crate) struct FailureDraft {
 /// space's checkpoint is still the one the batch was read after (and, in PostgreSQL, the
 /// writer's fence).
 #[async_trait]
-pub(crate) trait SemanticBackend: MemoryStore {
+pub trait SemanticBackend: MemoryStore {
+    /// The per-space compile locks of the store.
     fn compile_locks(&self) -> &SpaceLocks;
 
+    /// The space's compile checkpoint.
     async fn compile_state(&self, space: &str) -> Result<CompileState>;
 
     /// Deletes the space's nodes, citations, conflicts, resolutions and failures and
@@ -121,7 +130,7 @@ async fn needs_rebuild<B: SemanticBackend + ?Sized>(
 }
 
 /// Runs the compile job in one space (see the module docs).
-pub(crate) async fn compile<B: SemanticBackend + ?Sized>(
+pub async fn compile<B: SemanticBackend + ?Sized>(
     store: &B,
     space: &str,
     model: &dyn SemanticModel,

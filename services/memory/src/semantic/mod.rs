@@ -15,10 +15,10 @@
 //! of evidence cited by pending or superseded nodes ([`overlay`]).
 
 pub(crate) mod ground;
-pub(crate) mod job;
-pub(crate) mod overlay;
+pub mod job;
+pub mod overlay;
 pub mod parse;
-pub(crate) mod plan;
+pub mod plan;
 pub(crate) mod prompt;
 
 use async_trait::async_trait;

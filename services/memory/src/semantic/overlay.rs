@@ -10,11 +10,16 @@ use crate::derive::EDGE_NODE;
 
 /// A disputed or replaced node citing an event.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct ConflictNote {
+pub struct ConflictNote {
+    /// The node.
     pub node_id: u64,
+    /// Pending or superseded.
     pub state: NodeStatus,
+    /// The node's subject.
     pub subject: String,
+    /// The node's predicate.
     pub predicate: String,
+    /// The node's value.
     pub value: String,
     /// The competing values (pending) or the value that replaced it (superseded).
     pub others: Vec<String>,
@@ -22,7 +27,7 @@ pub(crate) struct ConflictNote {
 
 /// Graph edges and conflict notes of a space's nodes.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct Overlay {
+pub struct Overlay {
     /// (event id, node key `s:<node id>`, [`EDGE_NODE`]).
     pub edges: Vec<(u64, String, i64)>,
     /// Event id → the notes of the nodes citing it, by node id.
@@ -30,7 +35,7 @@ pub(crate) struct Overlay {
 }
 
 /// The overlay of a space's nodes and conflicts.
-pub(crate) fn overlay(nodes: &[SemanticNode], conflicts: &[Conflict]) -> Overlay {
+pub fn overlay(nodes: &[SemanticNode], conflicts: &[Conflict]) -> Overlay {
     let by_id: HashMap<u64, &SemanticNode> = nodes.iter().map(|n| (n.node_id, n)).collect();
     let value = |id: u64| by_id.get(&id).map(|n| n.value.clone());
     let mut others: HashMap<u64, BTreeSet<String>> = HashMap::new();

@@ -16,7 +16,7 @@
 use super::ground::{Authority, Grounded, Rejection};
 use super::parse::ProposedNode;
 use super::{normalize, NodeKey, NodeStatus};
-use crate::time;
+use crate::{time, Error, Result};
 
 /// A proposed node with the verdict of the grounding check.
 #[derive(Debug, Clone)]
@@ -27,18 +27,25 @@ pub(crate) struct CheckedNode {
 
 /// A node of the space that shares a key with the batch (active or pending).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct GroupNode {
+pub struct GroupNode {
+    /// The stored node id.
     pub node_id: u64,
+    /// Its normalized (subject, predicate).
     pub key: NodeKey,
+    /// Its value.
     pub value: String,
+    /// Actor of the evidence it cites.
     pub actor: String,
+    /// Event time of that evidence.
     pub event_time_ms: i64,
+    /// Active or pending.
     pub status: NodeStatus,
 }
 
 /// The space's nodes and open conflicts for a batch's keys.
 #[derive(Debug, Clone, Default)]
-pub(crate) struct NodeGroup {
+pub struct NodeGroup {
+    /// The nodes sharing a key with the batch.
     pub nodes: Vec<GroupNode>,
     /// (conflict id, older node, newer node).
     pub pending: Vec<(u64, u64, u64)>,
@@ -46,68 +53,107 @@ pub(crate) struct NodeGroup {
 
 /// A node of the plan: stored already, or the n-th new one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum NodeRef {
+pub enum NodeRef {
+    /// A node already stored, by id.
     Stored(u64),
+    /// The n-th new node of the plan.
     New(usize),
 }
 
 /// A node to insert.
 #[derive(Debug, Clone)]
-pub(crate) struct NewNode {
+pub struct NewNode {
+    /// The node as the model proposed it.
     pub proposed: ProposedNode,
+    /// Its status.
     pub status: NodeStatus,
+    /// Why it was rejected or is pending, when it is.
     pub reason: Option<String>,
+    /// Actor of the evidence it cites.
     pub actor: String,
+    /// Event time of that evidence.
     pub event_time_ms: i64,
 }
 
 /// A decision to record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct PlannedResolution {
+pub struct PlannedResolution {
+    /// The node that stays.
     pub winner: NodeRef,
+    /// The node superseded.
     pub loser: NodeRef,
+    /// `authority`, `time` or `superseded` ([`crate::semantic::Resolution::rule`]).
     pub rule: &'static str,
+    /// Whose evidence decided: the winning node's actor.
     pub decided_by: String,
+    /// The decision in words.
     pub reason: String,
+    /// The later event time of the two nodes.
     pub at_ms: i64,
 }
 
 /// A conflict to insert (resolved at once or pending).
 #[derive(Debug, Clone)]
-pub(crate) struct NewConflict {
+pub struct NewConflict {
+    /// The normalized (subject, predicate) in dispute.
     pub key: NodeKey,
+    /// The earlier node.
     pub older: NodeRef,
+    /// The later node.
     pub newer: NodeRef,
+    /// Its resolution, when decided at once.
     pub resolution: Option<PlannedResolution>,
 }
 
 /// Where the batch sits in the ledger.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct BatchSpan {
+pub struct BatchSpan {
+    /// The space.
     pub space: String,
+    /// The semantic fingerprint of the compile.
     pub fingerprint: String,
     /// The checkpoint the batch was read after; the commit refuses another.
     pub after: u64,
+    /// The first event of the batch.
     pub first_event_id: u64,
+    /// The last event of the batch.
     pub last_event_id: u64,
     /// The checksum of the batch's last row (the next checkpoint).
     pub last_checksum: String,
 }
 
+impl BatchSpan {
+    /// Refuses a write when the space's compile checkpoint (`last`, the store's) is no longer
+    /// the one the batch was read after: another compile ran.
+    pub fn check_checkpoint(&self, last: u64) -> Result<()> {
+        if last != self.after {
+            return Err(Error::Unavailable(format!(
+                "the compile checkpoint of space {} moved to event {last} (another compile ran)",
+                self.space
+            )));
+        }
+        Ok(())
+    }
+}
+
 /// Everything one batch writes, in one transaction.
 #[derive(Debug, Clone)]
-pub(crate) struct BatchPlan {
+pub struct BatchPlan {
+    /// Where the batch sits in the ledger.
     pub span: BatchSpan,
+    /// Nodes to insert.
     pub nodes: Vec<NewNode>,
     /// Stored nodes whose status changes.
     pub status_changes: Vec<(u64, NodeStatus)>,
+    /// Conflicts to insert.
     pub conflicts: Vec<NewConflict>,
     /// Stored pending conflicts this batch resolves.
     pub resolved: Vec<(u64, PlannedResolution)>,
 }
 
 impl BatchPlan {
-    pub(crate) fn count(&self, status: NodeStatus) -> u64 {
+    /// Nodes of the batch that end with `status` (new ones and changed ones).
+    pub fn count(&self, status: NodeStatus) -> u64 {
         let new = self.nodes.iter().filter(|n| n.status == status).count();
         let changed = self
             .status_changes
@@ -117,7 +163,8 @@ impl BatchPlan {
         (new + changed) as u64
     }
 
-    pub(crate) fn pending_conflicts(&self) -> u64 {
+    /// Conflicts of the batch left pending.
+    pub fn pending_conflicts(&self) -> u64 {
         self.conflicts
             .iter()
             .filter(|c| c.resolution.is_none())

@@ -7,9 +7,9 @@
 use std::time::Duration;
 
 use lumina_client::{Client, Notifications};
-use lumina_memory::postgres::{PgMemory, PgMemoryOptions};
 use lumina_memory::semantic::{fingerprint, NodeStatus, SemanticNode};
 use lumina_memory::MemoryStore;
+use lumina_memory_postgres::{PgMemory, PgMemoryOptions};
 use lumina_protocol::methods::SessionInfo;
 use lumina_runtime::memory::{project_space, COMPILE_DEBOUNCE};
 use lumina_testkit::Turn;

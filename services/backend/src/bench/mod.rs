@@ -1,0 +1,308 @@
+//! `lumina-backend bench …`: the measurements behind `docs/benchmarks.md`. Benchmarks are
+//! commands, not tests: nothing here gates CI.
+
+pub mod locomo;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use clap::Subcommand;
+use lumina_client::{Client, Notification};
+use lumina_config::{AppRoot, Env};
+use lumina_journal::sqlite::SqliteJournal;
+use lumina_protocol::methods::SessionCreateParams;
+use lumina_protocol::{Event, WS_PATH};
+
+use crate::local::{self, LocalOptions};
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// SQLite journal: single append, batched append and replay throughput.
+    Journal {
+        #[arg(long, default_value_t = 100_000)]
+        events: usize,
+        #[arg(long, default_value_t = 100)]
+        batch: usize,
+        #[arg(long, default_value_t = 200)]
+        payload_bytes: usize,
+        /// Directory for the database (default: a temporary directory).
+        #[arg(long)]
+        dir: Option<PathBuf>,
+        /// Measure the fenced PostgreSQL journal at this URL instead of SQLite (the schema
+        /// is migrated first).
+        #[arg(long)]
+        postgres_url: Option<String>,
+    },
+    /// Memory Fabric retrieval on LoCoMo: R@k, recall_any@k, latency, ingestion.
+    Memory {
+        /// Dataset format (only `locomo`).
+        #[arg(long, default_value = "locomo")]
+        dataset: String,
+        /// The conversations (`locomo-*.json`).
+        #[arg(long)]
+        data: PathBuf,
+        /// The question relevance file (`locomo-*.qrels.jsonl`).
+        #[arg(long)]
+        qrels: PathBuf,
+        /// Memory store: `sqlite`, or `postgres` (needs --postgres-url).
+        #[arg(long, default_value = "sqlite")]
+        store: String,
+        /// PostgreSQL (with pgvector) for `--store postgres`; the schema is migrated first.
+        #[arg(long)]
+        postgres_url: Option<String>,
+        /// `--store postgres`: spaces with this many indexed rows or more search their
+        /// vectors through an HNSW index instead of exactly (default 50,000, the product's).
+        #[arg(long)]
+        exact_threshold: Option<usize>,
+        /// Cut-offs, comma-separated.
+        #[arg(long, default_value = "1,5,10,25,50")]
+        k: String,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        /// Embeddings: `auto` (the product's selection: the remote model when
+        /// memory_bge_base_url is set, else the installed local model, else none), `local`,
+        /// `remote` or `none`. Default: the settings' `memory_embeddings` (`auto`). A
+        /// reranker configured in settings.json is used as in the product.
+        #[arg(long)]
+        embeddings: Option<String>,
+        /// The AppRoot whose settings and installed model are used (default: $LUMINA_HOME
+        /// or ~/.lumina). The benchmark's own store is always a temporary one.
+        #[arg(long)]
+        app_root: Option<PathBuf>,
+    },
+    /// Journal-append-to-client latency over WebSocket with many concurrent sessions.
+    Latency {
+        #[arg(long, default_value_t = 100)]
+        sessions: usize,
+        #[arg(long, default_value_t = 100)]
+        events_per_session: usize,
+    },
+}
+
+pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
+    match command {
+        BenchCommand::Journal {
+            events,
+            batch,
+            payload_bytes,
+            dir,
+            postgres_url,
+        } => {
+            let tmp = tempfile::tempdir()?;
+            let dir = dir.unwrap_or_else(|| tmp.path().to_path_buf());
+            let store: Arc<dyn lumina_journal::JournalStore> = match postgres_url {
+                Some(url) => {
+                    let pg = lumina_journal::postgres::PgJournal::connect(&url, 4)?;
+                    pg.migrate().await?;
+                    Arc::new(pg)
+                }
+                None => Arc::new(SqliteJournal::open(
+                    dir.join("sessions"),
+                    lumina_journal::bench::BENCH_TENANT,
+                )?),
+            };
+            let report = lumina_journal::bench::run(store, events, batch, payload_bytes).await?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(())
+        }
+        BenchCommand::Memory {
+            dataset,
+            data,
+            qrels,
+            store,
+            postgres_url,
+            exact_threshold,
+            k,
+            output,
+            embeddings,
+            app_root,
+        } => {
+            anyhow::ensure!(
+                dataset == "locomo",
+                "unknown dataset `{dataset}` (only `locomo`)"
+            );
+            let mut options = locomo::BenchOptions::new(data, qrels);
+            match store.as_str() {
+                "sqlite" => {}
+                "postgres" => {
+                    let url = postgres_url.context("--store postgres needs --postgres-url")?;
+                    let pg = lumina_journal::postgres::PgJournal::connect(&url, 2)?;
+                    pg.migrate().await.context("migrating the database")?;
+                    options.postgres_url = Some(url);
+                }
+                other => anyhow::bail!("--store {other}: use sqlite or postgres"),
+            }
+            if let Some(threshold) = exact_threshold {
+                anyhow::ensure!(
+                    options.postgres_url.is_some(),
+                    "--exact-threshold applies to --store postgres"
+                );
+                options.exact_threshold = threshold;
+            }
+            let (embedder, reranker) = memory_models(app_root, embeddings).await?;
+            options.embedder = embedder;
+            options.reranker = reranker;
+            options.ks = k
+                .split(',')
+                .map(|v| v.trim().parse::<usize>())
+                .collect::<Result<_, _>>()
+                .context("--k takes comma-separated numbers, e.g. 1,5,10")?;
+            let report = locomo::bench_locomo(options).await?;
+            println!("{report}");
+            if let Some(path) = output {
+                std::fs::write(&path, serde_json::to_string_pretty(&report)?)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            Ok(())
+        }
+        BenchCommand::Latency {
+            sessions,
+            events_per_session,
+        } => latency(sessions, events_per_session).await,
+    }
+}
+
+/// The embedder and reranker the product would use with this AppRoot's settings, the
+/// mode overridden by `embeddings` (as the command-line layer).
+async fn memory_models(
+    app_root: Option<PathBuf>,
+    embeddings: Option<String>,
+) -> anyhow::Result<(
+    Option<Arc<dyn lumina_memory::embed::EmbeddingProvider>>,
+    Option<Arc<dyn lumina_memory::rerank::Reranker>>,
+)> {
+    let env = Env::from_process();
+    let app_root = AppRoot::resolve(app_root.as_deref(), &env)?;
+    let mut cli = serde_json::Map::new();
+    if let Some(mode) = embeddings {
+        cli.insert("memory_embeddings".into(), serde_json::Value::String(mode));
+    }
+    let settings = lumina_config::load(&app_root, None, &env, &cli).context("--embeddings")?;
+    let models = settings.memory_models();
+    let root = app_root.path().to_path_buf();
+    let selection = {
+        let models = models.clone();
+        tokio::task::spawn_blocking(move || lumina_embed::select(&models, &root))
+            .await
+            .context("selecting the embedding model")?
+    };
+    match (&selection.provider, &selection.message) {
+        (Some(p), _) => eprintln!("embeddings: {} ({} dimensions)", p.model_id(), p.dims()),
+        (None, Some((_, message))) => eprintln!("embeddings: none ({message})"),
+        (None, None) => eprintln!("embeddings: none"),
+    }
+    Ok((selection.provider, lumina_memory::rerank::select(&models)))
+}
+
+/// Starts a local backend in-process, subscribes one WebSocket client per session, appends
+/// events through each session's journal writer and measures append-start → client-receipt.
+async fn latency(sessions: usize, per_session: usize) -> anyhow::Result<()> {
+    let tmp = tempfile::tempdir()?;
+    let env = Env::from_pairs(Vec::<(String, String)>::new());
+    let backend = local::build(&LocalOptions {
+        app_root: AppRoot::new(tmp.path().join("app")),
+        env,
+        port: 0,
+        project_root: tmp.path().to_path_buf(),
+    })
+    .await?;
+    let url = format!("ws://{}{}", backend.addr, WS_PATH);
+    let state = backend.state.clone();
+    let runtime = state
+        .runtime()
+        .context("the latency bench runs the local profile")?
+        .clone();
+    let server = tokio::spawn(crate::server::serve(backend.listener, state.clone()));
+
+    let starts: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
+    let mut receivers = Vec::new();
+    let mut writers = Vec::new();
+    for _ in 0..sessions {
+        let info = runtime
+            .create_session(SessionCreateParams {
+                project_root: Some(tmp.path().display().to_string()),
+                title: Some("bench".into()),
+            })
+            .await?;
+        let (client, mut notes) = Client::connect(&url, Some(&backend.token)).await?;
+        let resumed = client.session_resume(&info.id, 0).await?;
+        let head = resumed.head_seq;
+        let starts_rx = starts.clone();
+        receivers.push(tokio::spawn(async move {
+            let mut latencies = Vec::with_capacity(per_session);
+            while latencies.len() < per_session {
+                match notes.recv().await {
+                    Some(Notification::Event(frame)) if frame.seq > head => {
+                        if let Event::Warning { message, .. } = &frame.event {
+                            let started =
+                                starts_rx.lock().ok().and_then(|m| m.get(message).copied());
+                            if let Some(started) = started {
+                                latencies.push(started.elapsed());
+                            }
+                        }
+                    }
+                    Some(_) => {}
+                    None => break,
+                }
+            }
+            drop(client);
+            latencies
+        }));
+        writers.push(runtime.session(&info.id).await?);
+    }
+    let wall = Instant::now();
+    let mut tasks = Vec::new();
+    for (s, session) in writers.into_iter().enumerate() {
+        let starts = starts.clone();
+        tasks.push(tokio::spawn(async move {
+            for i in 0..per_session {
+                let message = format!("bench-{s}-{i}");
+                if let Ok(mut m) = starts.lock() {
+                    m.insert(message.clone(), Instant::now());
+                }
+                session
+                    .journal()
+                    .append(vec![Event::Warning {
+                        code: "bench".into(),
+                        message,
+                        run_id: None,
+                    }])
+                    .await?;
+                // Spread the load like real sessions do (a few events per model step).
+                tokio::time::sleep(Duration::from_millis(2)).await;
+            }
+            anyhow::Ok(())
+        }));
+    }
+    for task in tasks {
+        task.await.context("writer task")??;
+    }
+    let mut all: Vec<Duration> = Vec::new();
+    for r in receivers {
+        all.extend(r.await.context("receiver task")?);
+    }
+    let elapsed = wall.elapsed();
+    state.shutdown.cancel();
+    let _ = server.await;
+    all.sort();
+    let pct = |p: f64| -> f64 {
+        if all.is_empty() {
+            return 0.0;
+        }
+        let idx = ((all.len() as f64 - 1.0) * p).round() as usize;
+        all[idx].as_secs_f64() * 1000.0
+    };
+    let report = serde_json::json!({
+        "sessions": sessions,
+        "events_per_session": per_session,
+        "events_received": all.len(),
+        "events_per_second": all.len() as f64 / elapsed.as_secs_f64(),
+        "latency_ms": { "p50": pct(0.50), "p99": pct(0.99), "max": pct(1.0) },
+    });
+    println!("{}", serde_json::to_string_pretty(&report)?);
+    Ok(())
+}
