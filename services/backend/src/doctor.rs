@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use lumina_config::{AppRoot, Env, Settings};
-use lumina_memory::embed::{LOCAL_MODEL_DIR, LOCAL_MODEL_FILES};
+use lumina_embed::{LOCAL_MODEL_DIR, LOCAL_MODEL_FILES};
 use lumina_protocol::{Confinement, ConfinementLevel};
 use lumina_tools::ConfinementMode;
 use serde::Serialize;
