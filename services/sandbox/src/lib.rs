@@ -16,6 +16,7 @@
 mod cgroup;
 mod child;
 mod fs;
+mod path_dirs;
 mod probe;
 mod seccomp;
 
@@ -183,6 +184,20 @@ impl Sandbox {
                 Ok(dir) => read_only.push(dir),
                 // An extra directory that is not there is simply not granted.
                 Err(e) => missing.push(format!("read path `{}`: {e}", dir.display())),
+            }
+        }
+        // Toolchains in the home directory that `PATH` names (pyenv, rustup …), unless one
+        // would expose a protected path.
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        for dir in path_dirs::home_toolchains(std::env::var_os("PATH").as_deref(), home.as_deref())
+        {
+            let exposes = policy.protected.iter().any(|p| {
+                p.canonicalize()
+                    .unwrap_or_else(|_| p.clone())
+                    .starts_with(&dir)
+            });
+            if !exposes && !read_only.contains(&dir) {
+                read_only.push(dir);
             }
         }
         check_protected(&policy.protected, read_write.iter().chain(&read_only))?;
