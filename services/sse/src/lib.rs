@@ -137,20 +137,14 @@ impl SseDecoder {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use pretty_assertions::assert_eq;
+/// Checks for code built on the decoder (feature `testsuite`): the events of a whole
+/// buffer, and that every way of splitting it into network chunks gives the same events.
+#[cfg(any(test, feature = "testsuite"))]
+pub mod testing {
+    use super::{SseDecoder, SseEvent};
 
-    fn ev(event: Option<&str>, data: &str) -> SseEvent {
-        SseEvent {
-            event: event.map(str::to_string),
-            data: data.to_string(),
-            ..SseEvent::default()
-        }
-    }
-
-    fn decode_chunks(chunks: &[&[u8]]) -> Vec<SseEvent> {
+    /// The events of `chunks` fed in order, the end of the stream included.
+    pub fn decode_chunks(chunks: &[&[u8]]) -> Vec<SseEvent> {
         let mut d = SseDecoder::new();
         let mut out = Vec::new();
         for c in chunks {
@@ -160,8 +154,9 @@ mod tests {
         out
     }
 
-    /// Every split point, every single-byte feed, and the whole buffer give the same events.
-    fn assert_split_invariant(input: &[u8]) -> Vec<SseEvent> {
+    /// Every split point, every single-byte feed, and the whole buffer give the same events;
+    /// returns them.
+    pub fn assert_split_invariant(input: &[u8]) -> Vec<SseEvent> {
         let whole = decode_chunks(&[input]);
         for i in 0..=input.len() {
             let (a, b) = input.split_at(i);
@@ -179,6 +174,22 @@ mod tests {
         assert_eq!(decode_chunks(&bytes), whole, "byte by byte");
         whole
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::testing::{assert_split_invariant, decode_chunks};
+    use super::*;
+    use pretty_assertions::assert_eq;
+
+    fn ev(event: Option<&str>, data: &str) -> SseEvent {
+        SseEvent {
+            event: event.map(str::to_string),
+            data: data.to_string(),
+            ..SseEvent::default()
+        }
+    }
+
 
     #[test]
     fn line_endings_comments_and_multiline_data() {

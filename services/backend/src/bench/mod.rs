@@ -1,6 +1,7 @@
 //! `lumina-backend bench …`: the measurements behind `docs/benchmarks.md`. Benchmarks are
 //! commands, not tests: nothing here gates CI.
 
+pub mod conversation;
 pub mod locomo;
 
 use std::collections::HashMap;
@@ -73,6 +74,23 @@ pub enum BenchCommand {
         /// or ~/.lumina). The benchmark's own store is always a temporary one.
         #[arg(long)]
         app_root: Option<PathBuf>,
+    },
+    /// The Conversation API over HTTP: first-chunk latency through execute/stream and
+    /// `/messages` page latency in a long conversation (a local backend in-process; the
+    /// model at --model-url, e.g. `lumina-scripted-model`).
+    Conversation {
+        /// The model endpoint (Anthropic Messages format).
+        #[arg(long)]
+        model_url: String,
+        /// Streamed turns measured for the first chunk.
+        #[arg(long, default_value_t = 200)]
+        streams: usize,
+        /// Messages in the paged conversation (built through execute/sync, two per turn).
+        #[arg(long, default_value_t = 10_000)]
+        messages: usize,
+        /// Page sizes to walk the conversation with, comma-separated.
+        #[arg(long, default_value = "50,200")]
+        page_sizes: String,
     },
     /// Journal-append-to-client latency over WebSocket with many concurrent sessions.
     Latency {
@@ -157,6 +175,27 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
                 std::fs::write(&path, serde_json::to_string_pretty(&report)?)
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
+            Ok(())
+        }
+        BenchCommand::Conversation {
+            model_url,
+            streams,
+            messages,
+            page_sizes,
+        } => {
+            let page_sizes = page_sizes
+                .split(',')
+                .map(|v| v.trim().parse::<u32>())
+                .collect::<Result<_, _>>()
+                .context("--page-sizes takes comma-separated numbers, e.g. 50,200")?;
+            let report = conversation::run(conversation::ConversationBench {
+                model_url,
+                streams,
+                messages,
+                page_sizes,
+            })
+            .await?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
         }
         BenchCommand::Latency {
@@ -288,21 +327,26 @@ async fn latency(sessions: usize, per_session: usize) -> anyhow::Result<()> {
     let elapsed = wall.elapsed();
     state.shutdown.cancel();
     let _ = server.await;
-    all.sort();
-    let pct = |p: f64| -> f64 {
-        if all.is_empty() {
-            return 0.0;
-        }
-        let idx = ((all.len() as f64 - 1.0) * p).round() as usize;
-        all[idx].as_secs_f64() * 1000.0
-    };
     let report = serde_json::json!({
         "sessions": sessions,
         "events_per_session": per_session,
         "events_received": all.len(),
         "events_per_second": all.len() as f64 / elapsed.as_secs_f64(),
-        "latency_ms": { "p50": pct(0.50), "p99": pct(0.99), "max": pct(1.0) },
+        "latency_ms": percentiles(&mut all),
     });
     println!("{}", serde_json::to_string_pretty(&report)?);
     Ok(())
+}
+
+/// p50, p99 and max of `samples`, in milliseconds (zeros when there are none).
+pub fn percentiles(samples: &mut [Duration]) -> serde_json::Value {
+    samples.sort();
+    let pct = |p: f64| -> f64 {
+        if samples.is_empty() {
+            return 0.0;
+        }
+        let idx = ((samples.len() as f64 - 1.0) * p).round() as usize;
+        samples[idx].as_secs_f64() * 1000.0
+    };
+    serde_json::json!({ "p50": pct(0.50), "p99": pct(0.99), "max": pct(1.0) })
 }

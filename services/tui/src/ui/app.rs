@@ -7,7 +7,7 @@
 use std::collections::{HashMap, HashSet};
 
 use crossterm::event::KeyEvent;
-use lumina_client::protocol::methods::{McpServerStatus, SessionInfo};
+use lumina_client::protocol::methods::{McpServerStatus, SessionInfo, TeamInfo};
 use lumina_client::protocol::{Decision, DeltaFrame, EventFrame};
 use serde_json::Value;
 
@@ -65,6 +65,8 @@ pub enum ConnEvent {
     Events(Vec<EventFrame>),
     Delta(DeltaFrame),
     Sessions(Vec<SessionInfo>),
+    /// The teams `/Team` can enter.
+    Teams(Vec<TeamInfo>),
     /// The open session's MCP servers (`/mcp`).
     Mcp(Vec<McpServerStatus>),
     Submitted {
@@ -98,7 +100,7 @@ pub enum Command {
         reason: Option<String>,
     },
     ListSessions,
-    /// `team.list` (`/Team`).
+    /// `team.list` (`/Team`, for the picker).
     TeamList,
     /// `team.enter` (`/Team NAME [TASK]`), creating the session first when none is open;
     /// then the task, if any, is submitted.
@@ -169,6 +171,11 @@ pub enum Overlay {
     /// `None` while the list is loading.
     Sessions {
         items: Option<Vec<SessionInfo>>,
+        selected: usize,
+    },
+    /// The team picker (`/Team`); `None` while the list is loading.
+    Teams {
+        items: Option<Vec<TeamInfo>>,
         selected: usize,
     },
 }

@@ -92,7 +92,7 @@ pub enum Slash {
     Skills,
     /// `/mcp` lists servers; `/mcp trust NAME` trusts a project server.
     Mcp(Option<String>),
-    /// `/Team` lists the teams; `/Team NAME [TASK]` enters one (and runs TASK).
+    /// `/Team` opens the team picker; `/Team NAME [TASK]` enters one (and runs TASK).
     Team(Option<String>),
     /// `/TeamOut` leaves the team.
     TeamOut,

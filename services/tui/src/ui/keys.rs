@@ -161,6 +161,29 @@ impl App {
                     _ => {}
                 }
             }
+            Some(Overlay::Teams { items, selected }) => {
+                let count = items.as_ref().map_or(0, Vec::len);
+                match key.code {
+                    KeyCode::Up => *selected = selected.saturating_sub(1),
+                    KeyCode::Down => *selected = (*selected + 1).min(count.saturating_sub(1)),
+                    KeyCode::Esc | KeyCode::Char('q') => self.overlay = None,
+                    KeyCode::Enter => {
+                        let Some(team) =
+                            items.as_ref().and_then(|items| items.get(*selected)).cloned()
+                        else {
+                            return Vec::new();
+                        };
+                        if let Some(error) = team.error {
+                            let text = format!("the team {} cannot be used: {error}", team.name);
+                            self.notice(Level::Error, text);
+                            return Vec::new();
+                        }
+                        self.overlay = None;
+                        return self.team(&team.name);
+                    }
+                    _ => {}
+                }
+            }
             None => {}
         }
         Vec::new()

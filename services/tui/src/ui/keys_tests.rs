@@ -2,7 +2,7 @@
 //! state out. No terminal, no network.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use lumina_client::protocol::methods::{McpServerStatus, SessionInfo};
+use lumina_client::protocol::methods::{McpServerStatus, SessionInfo, TeamInfo};
 use lumina_client::protocol::{DeltaFrame, Event, EventFrame, Usage};
 use pretty_assertions::assert_eq;
 use serde_json::json;
@@ -469,6 +469,8 @@ fn team_commands_go_to_the_backend() {
     typed(&mut app, "/Team");
     key(&mut app, KeyCode::Esc);
     assert_eq!(key(&mut app, KeyCode::Enter), vec![Command::TeamList]);
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(app.overlay, None);
     typed(&mut app, "/Team crew");
     assert_eq!(
         key(&mut app, KeyCode::Enter),
@@ -570,4 +572,67 @@ fn a_team_shows_as_a_group_chat_honouring_its_transcript_choices() {
         transcript_of(false),
         vec!["team Crew (crew): lead, qa".to_string()]
     );
+}
+
+fn team_info(name: &str, error: Option<&str>) -> TeamInfo {
+    TeamInfo {
+        name: name.into(),
+        display_name: format!("The {name}"),
+        source: "builtin".into(),
+        error: error.map(str::to_string),
+    }
+}
+
+#[test]
+fn team_picker_enters_the_chosen_team_and_refuses_a_broken_one() {
+    let mut app = app();
+    typed(&mut app, "/Team");
+    key(&mut app, KeyCode::Esc);
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![Command::TeamList]);
+    assert_eq!(
+        app.overlay,
+        Some(Overlay::Teams {
+            items: None,
+            selected: 0
+        })
+    );
+    // Enter while the list is loading does nothing.
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
+    app.update(Msg::Conn(ConnEvent::Teams(vec![
+        team_info("deep-research", None),
+        team_info("broken", Some("team.yaml: `agents`: missing")),
+        team_info("product-development", None),
+    ])));
+    key(&mut app, KeyCode::Down);
+    assert_eq!(key(&mut app, KeyCode::Enter), vec![]);
+    let notice = app.transcript.kinds().last().cloned();
+    let Some(EntryKind::Notice { level, text }) = notice else {
+        panic!("no notice: {notice:?}");
+    };
+    assert_eq!(level, Level::Error);
+    assert!(text.contains("broken") && text.contains("`agents`"), "{text}");
+    assert!(matches!(app.overlay, Some(Overlay::Teams { selected: 1, .. })));
+    key(&mut app, KeyCode::Down);
+    key(&mut app, KeyCode::Down);
+    assert_eq!(
+        key(&mut app, KeyCode::Enter),
+        vec![Command::TeamEnter {
+            team: "product-development".into(),
+            task: None
+        }]
+    );
+    assert_eq!(app.overlay, None);
+}
+
+#[test]
+fn team_picker_closes_when_the_list_fails() {
+    let mut app = app();
+    typed(&mut app, "/Team");
+    key(&mut app, KeyCode::Esc);
+    key(&mut app, KeyCode::Enter);
+    app.update(Msg::Conn(ConnEvent::Failed {
+        request_id: None,
+        message: "/Team failed: not connected".into(),
+    }));
+    assert_eq!(app.overlay, None);
 }

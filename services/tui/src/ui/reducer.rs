@@ -83,6 +83,12 @@ impl App {
                     *items = Some(list);
                 }
             }
+            ConnEvent::Teams(list) => {
+                if let Some(Overlay::Teams { items, selected }) = &mut self.overlay {
+                    *selected = (*selected).min(list.len().saturating_sub(1));
+                    *items = Some(list);
+                }
+            }
             ConnEvent::Mcp(servers) => self.show_mcp(&servers),
             ConnEvent::Submitted { request_id, run_id } => {
                 if self
@@ -115,7 +121,10 @@ impl App {
                         }
                     }
                 }
-                if let Some(Overlay::Sessions { items: None, .. }) = self.overlay {
+                if let Some(
+                    Overlay::Sessions { items: None, .. } | Overlay::Teams { items: None, .. },
+                ) = self.overlay
+                {
                     self.overlay = None;
                 }
                 self.notice(Level::Error, message);

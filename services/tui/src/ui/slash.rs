@@ -82,7 +82,13 @@ impl App {
                 "the backend has no method to list skills yet; run one with /NAME ARGS",
             ),
             Slash::Mcp(arg) => return self.mcp(arg),
-            Slash::Team(None) => return vec![Command::TeamList],
+            Slash::Team(None) => {
+                self.overlay = Some(Overlay::Teams {
+                    items: None,
+                    selected: 0,
+                });
+                return vec![Command::TeamList];
+            }
             Slash::Team(Some(arg)) => return self.team(&arg),
             Slash::TeamOut => return vec![Command::TeamExit],
             Slash::NewTeam(None) => {
@@ -129,8 +135,9 @@ impl App {
         }
     }
 
-    /// `/Team NAME [TASK]`: enter the team, then run TASK like a prompt.
-    fn team(&mut self, arg: &str) -> Vec<Command> {
+    /// `/Team NAME [TASK]` (and Enter in the team picker): enter the team, then run TASK
+    /// like a prompt.
+    pub(crate) fn team(&mut self, arg: &str) -> Vec<Command> {
         let (team, task) = match arg.split_once(char::is_whitespace) {
             Some((team, task)) => (team.to_string(), Some(task.trim().to_string())),
             None => (arg.to_string(), None),

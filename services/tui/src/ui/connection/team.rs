@@ -1,5 +1,6 @@
-//! The team commands of the connection task: `/Team` (list, enter, enter and run a task),
-//! `/TeamOut` (leave), `/NewTeam` (create). Results and errors come back as notices.
+//! The team commands of the connection task: `/Team` (the picker's list, enter, enter and
+//! run a task), `/TeamOut` (leave), `/NewTeam` (create). The list comes back to the picker;
+//! other results and errors come back as notices.
 
 use lumina_client::protocol::methods::{
     SessionCreateParams, TeamCreateParams, TeamEnterParams, TeamExitParams, TeamListParams,
@@ -15,17 +16,7 @@ impl Conn {
         };
         match self.client.calls().team_list(&params).await {
             Ok(list) => {
-                let mut text = String::from("agent teams (/Team NAME [TASK] runs one):");
-                for team in list.teams {
-                    text.push_str(&format!(
-                        "\n  {} — {} ({})",
-                        team.name, team.display_name, team.source
-                    ));
-                    if let Some(error) = team.error {
-                        text.push_str(&format!(" — broken: {error}"));
-                    }
-                }
-                self.send(ConnEvent::Notice(text));
+                self.send(ConnEvent::Teams(list.teams));
                 Ok(())
             }
             Err(error) => Self::classify(error)

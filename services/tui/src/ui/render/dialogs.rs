@@ -1,6 +1,7 @@
 //! Modal dialogs: the permission request (the exact call, its preview and the three
 //! answers), the sessions picker and the help screen.
 
+use lumina_client::protocol::methods::TeamInfo;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
@@ -192,6 +193,7 @@ pub fn overlay(app: &App, overlay: &Overlay, area: Rect, frame: &mut Frame) {
         Overlay::Sessions { items, selected } => {
             sessions(app, items.as_deref(), *selected, area, frame)
         }
+        Overlay::Teams { items, selected } => teams(items.as_deref(), *selected, area, frame),
     }
 }
 
@@ -341,4 +343,57 @@ fn sessions(
     let rect = centered(area, width, height);
     frame.render_widget(Clear, rect);
     frame.render_widget(Paragraph::new(lines).block(block("Sessions")), rect);
+}
+
+/// The team picker: name, display name and where the team is defined; a broken team says why.
+fn teams(items: Option<&[TeamInfo]>, selected: usize, area: Rect, frame: &mut Frame) {
+    let width = area.width.saturating_sub(4).min(100);
+    let inner = usize::from(width.saturating_sub(FRAME_WIDTH));
+    let mut lines: Vec<Line<'static>> = Vec::new();
+    let rows = usize::from(area.height.saturating_sub(5)).max(1);
+    match items {
+        None => lines.push(Line::from(Span::styled("loading…", theme::dim()))),
+        Some([]) => lines.push(Line::from(Span::styled(
+            "no teams (/NewTeam NAME creates one)",
+            theme::dim(),
+        ))),
+        Some(items) => {
+            let offset = selected.saturating_sub(rows.saturating_sub(1));
+            for (i, team) in items.iter().enumerate().skip(offset).take(rows) {
+                let style: Style = if i == selected {
+                    theme::selected()
+                } else {
+                    theme::plain()
+                };
+                let name = format!("{:<22} ", sanitize(&team.name));
+                let about = match &team.error {
+                    Some(error) => format!("broken: {}", sanitize(error).replace('\n', " ")),
+                    None => format!(
+                        "{} ({})",
+                        sanitize(&team.display_name).replace('\n', " "),
+                        team.source
+                    ),
+                };
+                let room = inner.saturating_sub(wrap::str_width(&name));
+                let about_style = if team.error.is_some() {
+                    style.patch(theme::error())
+                } else {
+                    style.patch(theme::dim())
+                };
+                lines.push(Line::from(vec![
+                    Span::styled(name, style),
+                    Span::styled(truncate(&about, room), about_style),
+                ]));
+            }
+        }
+    }
+    lines.push(Line::default());
+    lines.push(Line::from(Span::styled(
+        "↑↓ select · Enter work as this team · Esc close",
+        theme::dim(),
+    )));
+    let height = u16::try_from(lines.len() + 2).unwrap_or(u16::MAX);
+    let rect = centered(area, width, height);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(Paragraph::new(lines).block(block("Agent teams")), rect);
 }
