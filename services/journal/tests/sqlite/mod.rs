@@ -156,7 +156,7 @@ async fn files_use_wal_and_move_large_payloads_to_deduplicated_blobs() {
         ),
         2
     );
-    assert_eq!(count(&conn, "SELECT version FROM schema_version"), 1);
+    assert_eq!(count(&conn, "SELECT version FROM schema_version"), 2);
 }
 
 #[tokio::test]
