@@ -35,6 +35,9 @@ use crate::profile::{AppState, ConsoleSignIn, Profile, Subscription};
 use crate::server;
 
 /// The local profile: one runtime, the one user's token, no other instance.
+/// The local profile's one tenant (its sessions, its approvals audit).
+pub const LOCAL_TENANT: &str = "local";
+
 struct LocalProfile {
     runtime: Runtime,
     limits: Arc<TenantLimits>,
@@ -54,11 +57,12 @@ impl Profile for LocalProfile {
             .map(|identity| (identity, None))
     }
 
-    async fn call(&self, _identity: &Identity, method: Method, params: Value) -> Reply {
+    async fn call(&self, identity: &Identity, method: Method, params: Value) -> Reply {
         let owner = Owner {
             instance_id: &self.instance_id,
             draining: self.shutdown.is_cancelled(),
             limits: &self.limits,
+            caller_sub: Some(&identity.sub),
         };
         execute::execute(&self.runtime, &owner, method, params).await
     }
@@ -137,7 +141,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
     lumina_runtime::team::install_builtin_teams(app_root);
     let settings = lumina_config::load(app_root, None, &options.env, &Default::default())
         .context("cannot load settings")?;
-    let store = SqliteJournal::open(app_root.sessions_dir(), "local")
+    let store = SqliteJournal::open(app_root.sessions_dir(), LOCAL_TENANT)
         .context("cannot open the session journal")?;
     let metrics = Metrics::new().context("metrics")?;
     let store: Arc<dyn lumina_journal::JournalStore> =
@@ -146,7 +150,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         RuntimeOptions {
             app_root: app_root.clone(),
             env: options.env.clone(),
-            tenant: "local".into(),
+            tenant: LOCAL_TENANT.into(),
             default_project_root: options.project_root.clone(),
         },
         store,

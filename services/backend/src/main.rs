@@ -55,6 +55,11 @@ enum Command {
         #[command(subcommand)]
         command: memory_setup::MemoryCommand,
     },
+    /// The approvals audit (docs/audit.md).
+    Audit {
+        #[command(subcommand)]
+        command: lumina_backend::audit::AuditCommand,
+    },
     /// Check this host and the settings: the shell's confinement level (docs/sandbox.md),
     /// the AppRoot, the settings, the model. Exits non-zero when a check fails.
     Doctor {
@@ -151,6 +156,7 @@ fn main() -> ExitCode {
                 cluster::migrate(&app_root, &env).await
             }
             Command::Cluster { command } => run_cluster(command).await,
+            Command::Audit { command } => lumina_backend::audit::run(command).await,
             Command::McpServer(args) => lumina_backend::mcp_server::run(args).await,
             Command::A2a { command } => lumina_backend::a2a::run(command).await,
         }

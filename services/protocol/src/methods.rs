@@ -7,6 +7,7 @@ use crate::state::{RunStatus, SessionStatus};
 use crate::table::Method;
 use crate::{EventFrame, GoalBudgets, GoalState, GoalUsage, Usage};
 
+pub use crate::audit::{AuditEntry, AuditListParams, AuditListResult};
 pub use crate::team::{
     TeamCreateParams, TeamCreateResult, TeamEnterParams, TeamEnterResult, TeamExitParams,
     TeamExitResult, TeamInfo, TeamListParams, TeamListResult,

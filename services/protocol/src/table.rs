@@ -153,6 +153,9 @@ macro_rules! for_each_method {
             ConsoleTicket console_ticket "console.ticket" ($crate::methods::Empty)
                 -> $crate::methods::ConsoleTicketResult, Admin, Instance,
                 "mints a one-time sign-in link for the web console";
+            AuditList audit_list "audit.list" ($crate::methods::AuditListParams)
+                -> $crate::methods::AuditListResult, Admin, Store,
+                "the tenant's permission decisions, newest first";
         }
     };
 }

@@ -2,6 +2,7 @@
 //! and compaction, permissions, sub-agents (`agent` tool), goal mode, agent teams, and crash recovery. Transport-free: the backend's WebSocket
 //! server, the CLI and tests all drive it through [`Runtime`] and [`Session`].
 
+mod audit;
 pub mod context;
 mod error;
 pub mod goal;
