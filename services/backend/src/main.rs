@@ -23,7 +23,8 @@ enum Command {
         /// AppRoot (default: $LUMINA_HOME or ~/.lumina).
         #[arg(long)]
         app_root: Option<PathBuf>,
-        /// Port on 127.0.0.1 (default: any free port).
+        /// Port on 127.0.0.1 (default: the port of the crashed backend this one replaces
+        /// when it is free, so open console pages reconnect; else any free port).
         #[arg(long, default_value_t = 0)]
         port: u16,
     },
