@@ -104,7 +104,8 @@ async fn dispatch(conn: &Arc<Conn>, frame: ClientFrame) -> Dispatched {
         | Method::TeamList
         | Method::TeamEnter
         | Method::TeamExit
-        | Method::TeamCreate => profile.call(&conn.identity, method, frame.params).await,
+        | Method::TeamCreate
+        | Method::SkillList => profile.call(&conn.identity, method, frame.params).await,
     };
     Dispatched::Reply(reply)
 }

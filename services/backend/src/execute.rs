@@ -160,6 +160,13 @@ pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, param
                 .await
                 .map_err(rt)?)
         }
+        Method::SkillList => {
+            let p: SkillListParams = parse(params)?;
+            ok(runtime
+                .list_skills(p.session_id.as_deref())
+                .await
+                .map_err(rt)?)
+        }
         Method::TeamCreate => {
             let p: TeamCreateParams = parse(params)?;
             ok(runtime.create_team(&p).map_err(rt)?)
