@@ -8,6 +8,7 @@ mod cdp;
 mod console;
 mod flows;
 mod restart;
+mod skills_budgets;
 
 /// Where the tests put their screenshots: `$LUMINA_CONSOLE_SCREENSHOTS` (the pictures in
 /// docs/console/ are refreshed with `LUMINA_CONSOLE_SCREENSHOTS=docs/console`, a path relative
