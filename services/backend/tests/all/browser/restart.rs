@@ -1,7 +1,8 @@
 //! `kill -9` of the real `lumina-backend` binary while the console streams an answer, then a
 //! restart on the same AppRoot: the backend takes the port of the one it replaces, keeps the
 //! page's cookie session, and the page reconnects by itself (no sign-in), resumes from its
-//! last seq and shows the run as interrupted, every line once.
+//! last seq and shows the run as interrupted, every line once — also when the backend stays
+//! down longer than the page's first retries.
 
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use lumina_testkit::{ScriptedModelServer, Turn};
 use pretty_assertions::assert_eq;
 
 use super::cdp::{Browser, Page};
-use crate::crash::{dirs, kill9, spawn_backend, unsafe_free_sigterm};
+use crate::crash::{dirs, kill9, spawn_backend, unsafe_free_sigterm, Backend};
 
 /// The timeline's lines, in order.
 async fn lines(page: &Page<'_>) -> Vec<String> {
@@ -19,6 +20,24 @@ async fn lines(page: &Page<'_>) -> Vec<String> {
         .eval("[...document.querySelectorAll('#timeline > li')].map(li => li.textContent)")
         .await;
     serde_json::from_value(value).unwrap()
+}
+
+/// A page of `browser` signed in to `backend` with a one-time link.
+async fn sign_in<'a>(browser: &'a Browser, backend: &Backend) -> Page<'a> {
+    let (client, _notes) = Client::connect(&backend.url, Some(&backend.token))
+        .await
+        .unwrap();
+    let ticket = client.calls().console_ticket(&Empty {}).await.unwrap();
+    let base = backend
+        .url
+        .replace("ws://", "http://")
+        .trim_end_matches("/v1/ws")
+        .to_string();
+    let page = browser.page().await;
+    page.goto(&format!("{base}{}", ticket.login_path)).await;
+    page.wait_for("document.querySelector('#new-session')")
+        .await;
+    page
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -31,22 +50,8 @@ async fn the_page_reconnects_to_a_backend_killed_mid_stream_and_restarted() {
     ])
     .unwrap();
     let mut backend = spawn_backend(&app, &project, &model.base_url());
-    let (client, _notes) = Client::connect(&backend.url, Some(&backend.token))
-        .await
-        .unwrap();
-    let ticket = client.calls().console_ticket(&Empty {}).await.unwrap();
-    drop(client);
-    let base = backend
-        .url
-        .replace("ws://", "http://")
-        .trim_end_matches("/v1/ws")
-        .to_string();
-
     let browser = Browser::launch().await;
-    let page = browser.page().await;
-    page.goto(&format!("{base}{}", ticket.login_path)).await;
-    page.wait_for("document.querySelector('#new-session')")
-        .await;
+    let page = sign_in(&browser, &backend).await;
     page.type_into("#new-title", "restart").await;
     page.click("#create").await;
     page.wait_for("document.querySelector('#timeline')").await;
@@ -112,4 +117,45 @@ async fn the_page_reconnects_to_a_backend_killed_mid_stream_and_restarted() {
     unsafe_free_sigterm(restarted.child.id());
     let status = restarted.child.wait().unwrap();
     assert!(status.success(), "{status:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_page_waits_for_a_backend_that_stays_down_longer_than_its_retries() {
+    let (_tmp, project, app) = dirs();
+    let model = ScriptedModelServer::start(vec![Turn::text("before the outage")]).unwrap();
+    let mut backend = spawn_backend(&app, &project, &model.base_url());
+    let browser = Browser::launch().await;
+    let page = sign_in(&browser, &backend).await;
+    page.click("#create").await;
+    page.wait_for("document.querySelector('#timeline')").await;
+    page.type_into("#prompt", "hello").await;
+    page.click("#send").await;
+    page.wait_for("document.querySelector('#session-status').textContent === 'idle' && document.querySelector('.run-end.ok')")
+        .await;
+    let before = lines(&page).await;
+
+    kill9(&mut backend);
+    // Eight attempts take about 40 s; a page that gave up would be on the sign-in page.
+    tokio::time::sleep(Duration::from_secs(45)).await;
+    assert_eq!(page.text("#conn").await, "reconnecting");
+    assert_eq!(
+        page.eval("!!document.querySelector('#signin')").await,
+        serde_json::json!(false),
+        "the page gave up on a backend that was only down"
+    );
+
+    let mut restarted = spawn_backend(&app, &project, &model.base_url());
+    assert_eq!(restarted.url, backend.url);
+    page.wait_for_within(
+        "document.querySelector('#conn').textContent === 'connected'",
+        Duration::from_secs(20),
+    )
+    .await;
+    page.wait_for("document.querySelector('#session-status').textContent === 'idle'")
+        .await;
+    assert_eq!(lines(&page).await, before);
+
+    browser.close().await;
+    unsafe_free_sigterm(restarted.child.id());
+    assert!(restarted.child.wait().unwrap().success());
 }
