@@ -80,6 +80,10 @@ async fn dispatch(conn: &Arc<Conn>, frame: ClientFrame) -> Dispatched {
                 "console tickets are for the local profile; the cluster console takes a JWT",
             )),
         },
+        Method::AuditList => match crate::audit::check_tenant(&conn.identity, &frame.params) {
+            Ok(()) => profile.call(&conn.identity, method, frame.params).await,
+            Err(error) => Err(error),
+        },
         Method::SessionSubmit => match conn.state.limits.submit(&conn.identity.tenant).await {
             Ok(()) => profile.call(&conn.identity, method, frame.params).await,
             Err(error) => Err(error),
@@ -100,7 +104,8 @@ async fn dispatch(conn: &Arc<Conn>, frame: ClientFrame) -> Dispatched {
         | Method::TeamList
         | Method::TeamEnter
         | Method::TeamExit
-        | Method::TeamCreate => profile.call(&conn.identity, method, frame.params).await,
+        | Method::TeamCreate
+        | Method::SkillList => profile.call(&conn.identity, method, frame.params).await,
     };
     Dispatched::Reply(reply)
 }

@@ -43,6 +43,14 @@ pub fn is_live_backend(pid: u32) -> bool {
     }
 }
 
+/// The port of an endpoint URL (`ws://127.0.0.1:<port>/v1/ws`).
+pub fn port_of(url: &str) -> Option<u16> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split('/').next()?;
+    let (_, port) = authority.rsplit_once(':')?;
+    port.parse().ok().filter(|p| *p != 0)
+}
+
 /// Reads the endpoint file, if any (unreadable or malformed files count as absent).
 pub fn read(path: &Path) -> Option<Endpoint> {
     let text = std::fs::read_to_string(path).ok()?;
@@ -131,6 +139,15 @@ mod tests {
         assert_eq!(mode, 0o600);
         release(&path, std::process::id());
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn the_port_of_an_endpoint_url() {
+        assert_eq!(port_of("ws://127.0.0.1:4100/v1/ws"), Some(4100));
+        assert_eq!(port_of("ws://[::1]:80/v1/ws"), Some(80));
+        assert_eq!(port_of("ws://127.0.0.1/v1/ws"), None);
+        assert_eq!(port_of("ws://127.0.0.1:0/v1/ws"), None);
+        assert_eq!(port_of("garbage"), None);
     }
 
     #[test]

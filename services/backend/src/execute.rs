@@ -22,6 +22,9 @@ pub struct Owner<'a> {
     pub draining: bool,
     /// The per-tenant run limit applies here, where runs start.
     pub limits: &'a TenantLimits,
+    /// The subject (`sub`) of the identity the method runs for, when known here: a
+    /// `permission.respond` records it in the approvals audit (docs/audit.md).
+    pub caller_sub: Option<&'a str>,
 }
 
 /// Runs a session method on a runtime that may write the session (local, or the owner).
@@ -30,6 +33,7 @@ pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, param
         instance_id,
         draining,
         limits,
+        caller_sub,
     } = *owner;
     match method {
         Method::SessionCreate => {
@@ -103,7 +107,12 @@ pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, param
             let p: PermissionRespondParams = parse(params)?;
             let session = runtime.session(&p.session_id).await.map_err(rt)?;
             session
-                .respond_permission(&p.request_id, p.decision, p.reason)
+                .respond_permission(
+                    &p.request_id,
+                    p.decision,
+                    p.reason,
+                    caller_sub.map(str::to_owned),
+                )
                 .map_err(rt)?;
             ok(Ack { ok: true })
         }
@@ -151,6 +160,13 @@ pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, param
                 .await
                 .map_err(rt)?)
         }
+        Method::SkillList => {
+            let p: SkillListParams = parse(params)?;
+            ok(runtime
+                .list_skills(p.session_id.as_deref())
+                .await
+                .map_err(rt)?)
+        }
         Method::TeamCreate => {
             let p: TeamCreateParams = parse(params)?;
             ok(runtime.create_team(&p).map_err(rt)?)
@@ -165,6 +181,7 @@ pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, param
             let session = runtime.session(&p.session_id).await.map_err(rt)?;
             ok(session.team_exit().await.map_err(rt)?)
         }
+        Method::AuditList => crate::audit::list(&**runtime.store(), runtime.tenant(), params).await,
         // Answered by the connection or the instance before a runtime is involved.
         Method::Hello
         | Method::SessionResume

@@ -3,6 +3,7 @@
 //! process concerns: the endpoint file, signals, logging, benchmarks.
 
 pub mod a2a;
+pub mod audit;
 pub mod auth;
 pub mod bench;
 pub mod cluster;

@@ -1,9 +1,9 @@
 //! The local profile (docs/design.md#local-profile): one process, SQLite, 127.0.0.1 on a
-//! free port, a random bearer token, and `<AppRoot>/state/run/backend.json` so clients can
-//! find it.
+//! free port (or `--port`, or the port of the crashed backend it replaces), a random bearer
+//! token, and `<AppRoot>/state/run/backend.json` so clients can find it.
 
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -35,6 +35,9 @@ use crate::profile::{AppState, ConsoleSignIn, Profile, Subscription};
 use crate::server;
 
 /// The local profile: one runtime, the one user's token, no other instance.
+/// The local profile's one tenant (its sessions, its approvals audit).
+pub const LOCAL_TENANT: &str = "local";
+
 struct LocalProfile {
     runtime: Runtime,
     limits: Arc<TenantLimits>,
@@ -54,11 +57,12 @@ impl Profile for LocalProfile {
             .map(|identity| (identity, None))
     }
 
-    async fn call(&self, _identity: &Identity, method: Method, params: Value) -> Reply {
+    async fn call(&self, identity: &Identity, method: Method, params: Value) -> Reply {
         let owner = Owner {
             instance_id: &self.instance_id,
             draining: self.shutdown.is_cancelled(),
             limits: &self.limits,
+            caller_sub: Some(&identity.sub),
         };
         execute::execute(&self.runtime, &owner, method, params).await
     }
@@ -137,7 +141,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
     lumina_runtime::team::install_builtin_teams(app_root);
     let settings = lumina_config::load(app_root, None, &options.env, &Default::default())
         .context("cannot load settings")?;
-    let store = SqliteJournal::open(app_root.sessions_dir(), "local")
+    let store = SqliteJournal::open(app_root.sessions_dir(), LOCAL_TENANT)
         .context("cannot open the session journal")?;
     let metrics = Metrics::new().context("metrics")?;
     let store: Arc<dyn lumina_journal::JournalStore> =
@@ -146,7 +150,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         RuntimeOptions {
             app_root: app_root.clone(),
             env: options.env.clone(),
-            tenant: "local".into(),
+            tenant: LOCAL_TENANT.into(),
             default_project_root: options.project_root.clone(),
         },
         store,
@@ -185,9 +189,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
             "recovered sessions left open by a previous run"
         );
     }
-    let listener = TcpListener::bind(("127.0.0.1", options.port))
-        .await
-        .context("cannot bind 127.0.0.1")?;
+    let listener = bind(options.port, &app_root.backend_file()).await?;
     let addr = listener.local_addr()?;
     let token = LocalAuth::generate_token();
     crate::doctor::log_confinement(false);
@@ -201,7 +203,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         limits: limits.clone(),
         runtime: runtime.clone(),
         auth: LocalAuth::new(token.clone()),
-        console: ConsoleAuth::new(),
+        console: ConsoleAuth::persistent(app_root.console_sessions_file()),
         instance_id: format!("local-{}", std::process::id()),
         shutdown: shutdown.clone(),
     });
@@ -243,6 +245,33 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         addr,
         token,
     })
+}
+
+/// Binds 127.0.0.1: on `port` when one is given; else on the port of the backend this one
+/// replaces (an endpoint file left behind by a crash) when it is free, so the web console
+/// pages open on it reconnect by themselves; else on any free port.
+async fn bind(port: u16, endpoint_file: &Path) -> anyhow::Result<TcpListener> {
+    if port != 0 {
+        return TcpListener::bind(("127.0.0.1", port))
+            .await
+            .with_context(|| format!("cannot bind 127.0.0.1:{port}"));
+    }
+    let previous = endpoint::read(endpoint_file)
+        .filter(|e| !endpoint::is_live_backend(e.pid))
+        .and_then(|e| endpoint::port_of(&e.url));
+    if let Some(previous) = previous {
+        match TcpListener::bind(("127.0.0.1", previous)).await {
+            Ok(listener) => return Ok(listener),
+            Err(err) => tracing::info!(
+                port = previous,
+                error = %err,
+                "the previous backend's port is taken; binding a free one"
+            ),
+        }
+    }
+    TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .context("cannot bind 127.0.0.1")
 }
 
 /// `lumina-backend serve`: runs until SIGINT/SIGTERM or `admin.shutdown`, then interrupts

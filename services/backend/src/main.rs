@@ -23,7 +23,8 @@ enum Command {
         /// AppRoot (default: $LUMINA_HOME or ~/.lumina).
         #[arg(long)]
         app_root: Option<PathBuf>,
-        /// Port on 127.0.0.1 (default: any free port).
+        /// Port on 127.0.0.1 (default: the port of the crashed backend this one replaces
+        /// when it is free, so open console pages reconnect; else any free port).
         #[arg(long, default_value_t = 0)]
         port: u16,
     },
@@ -54,6 +55,11 @@ enum Command {
     Memory {
         #[command(subcommand)]
         command: memory_setup::MemoryCommand,
+    },
+    /// The approvals audit (docs/audit.md).
+    Audit {
+        #[command(subcommand)]
+        command: lumina_backend::audit::AuditCommand,
     },
     /// Check this host and the settings: the shell's confinement level (docs/sandbox.md),
     /// the AppRoot, the settings, the model. Exits non-zero when a check fails.
@@ -151,6 +157,7 @@ fn main() -> ExitCode {
                 cluster::migrate(&app_root, &env).await
             }
             Command::Cluster { command } => run_cluster(command).await,
+            Command::Audit { command } => lumina_backend::audit::run(command).await,
             Command::McpServer(args) => lumina_backend::mcp_server::run(args).await,
             Command::A2a { command } => lumina_backend::a2a::run(command).await,
         }

@@ -113,6 +113,13 @@ impl JournalStore for MeteredStore {
     async fn claim(&self, session: &SessionKey, fence: Fence) -> Result<()> {
         self.count(self.inner.claim(session, fence).await)
     }
+    async fn list_audit(
+        &self,
+        tenant: &str,
+        query: &lumina_journal::AuditQuery,
+    ) -> Result<Vec<lumina_journal::AuditRecord>> {
+        self.inner.list_audit(tenant, query).await
+    }
     async fn fence(&self, session: &SessionKey) -> Result<Fence> {
         self.inner.fence(session).await
     }

@@ -114,6 +114,12 @@ impl AppRoot {
         self.run_dir().join("backend.json")
     }
 
+    /// `state/run/console-sessions.json`, the web console's signed-in sessions (digests and
+    /// expiry, mode 0600), so a restarted local backend keeps them.
+    pub fn console_sessions_file(&self) -> PathBuf {
+        self.run_dir().join("console-sessions.json")
+    }
+
     /// `state/tool-results/`, full outputs of tool calls whose output was capped.
     pub fn tool_results_dir(&self) -> PathBuf {
         self.state_dir().join("tool-results")
@@ -235,6 +241,7 @@ mod tests {
             r.sessions_dir(),
             r.run_dir(),
             r.backend_file(),
+            r.console_sessions_file(),
             r.tool_results_dir(),
             r.logs_dir(),
             r.models_dir(),
@@ -253,6 +260,7 @@ mod tests {
             "/r/data/sessions",
             "/r/state/run",
             "/r/state/run/backend.json",
+            "/r/state/run/console-sessions.json",
             "/r/state/tool-results",
             "/r/state/logs",
             "/r/cache/models",

@@ -30,6 +30,10 @@ pub enum Error {
     /// The append's command key already has a recorded result; nothing was appended.
     #[error("command {0} was already recorded")]
     DuplicateCommand(String),
+    /// The append is malformed (an audit record pointing at no event of its batch);
+    /// nothing was written.
+    #[error("invalid append: {0}")]
+    InvalidBatch(String),
     /// Appends to archived sessions are refused.
     #[error("session {0} is archived")]
     Archived(String),

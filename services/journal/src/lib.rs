@@ -11,6 +11,7 @@
 //! throughput [`bench`] behind `lumina-backend bench journal`.
 #![warn(missing_docs)]
 
+mod audit;
 pub mod bench;
 #[cfg(feature = "testsuite")]
 pub mod conformance;
@@ -19,6 +20,7 @@ pub mod postgres;
 pub mod sqlite;
 mod types;
 
+pub use audit::{newest_first, AuditCursor, AuditQuery, AuditRecord, NewAudit};
 pub use error::{Error, Result};
 pub use types::*;
 
@@ -115,6 +117,11 @@ pub trait JournalStore: Send + Sync + 'static {
     /// Archived sessions stay readable; appends to them fail with [`Error::Archived`].
     /// Archiving an archived session changes nothing (the fence is still checked).
     async fn archive(&self, session: &SessionKey, fence: Fence) -> Result<()>;
+
+    /// Approvals audit records of a tenant (across its sessions, archived ones included)
+    /// that match `query`, newest first (`ts_ms`, then `session_id`, then `seq`, all
+    /// descending), at most `query.limit`. Another tenant's records are never listed.
+    async fn list_audit(&self, tenant: &str, query: &AuditQuery) -> Result<Vec<AuditRecord>>;
 
     /// The largest fence recorded for the session (0 when none).
     async fn fence(&self, session: &SessionKey) -> Result<Fence>;

@@ -113,6 +113,10 @@ pub struct AppendBatch {
     pub events: Vec<NewEvent>,
     /// An idempotent command result to record with the events.
     pub command: Option<CommandRecord>,
+    /// Permission decisions the events journal, recorded in the approvals audit in the
+    /// same transaction (docs/audit.md).
+    #[serde(default)]
+    pub audit: Vec<crate::NewAudit>,
 }
 
 impl AppendBatch {
@@ -123,6 +127,7 @@ impl AppendBatch {
             expected: ExpectedVersion::Any,
             events,
             command: None,
+            audit: Vec::new(),
         }
     }
 }

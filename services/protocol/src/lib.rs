@@ -2,12 +2,14 @@
 //! WebSocket endpoint `/v1/ws`. Types only — no I/O, no business logic. `docs/protocol.md`
 //! is the prose version of this crate.
 
+pub mod audit;
 pub mod confinement;
 pub mod error;
 pub mod event;
 pub mod frame;
 pub mod goal;
 pub mod methods;
+pub mod skill;
 pub mod state;
 pub mod table;
 pub mod team;
@@ -17,6 +19,7 @@ pub use error::{ErrorCode, ErrorObject};
 pub use event::{Decision, Event, TodoItem, ToolCallInfo, Usage};
 pub use frame::{ClientFrame, DeltaFrame, EventFrame, ServerFrame};
 pub use goal::{GoalBudgets, GoalState, GoalUsage};
+pub use skill::SkillSource;
 pub use state::{
     ApiType, ConfinementLevel, ProcessLimit, RunFailureCode, RunStatus, SessionStatus,
 };

@@ -7,6 +7,8 @@ use crate::state::{RunStatus, SessionStatus};
 use crate::table::Method;
 use crate::{EventFrame, GoalBudgets, GoalState, GoalUsage, Usage};
 
+pub use crate::audit::{AuditEntry, AuditListParams, AuditListResult};
+pub use crate::skill::{SkillInfo, SkillListParams, SkillListResult, SkillSource};
 pub use crate::team::{
     TeamCreateParams, TeamCreateResult, TeamEnterParams, TeamEnterResult, TeamExitParams,
     TeamExitResult, TeamInfo, TeamListParams, TeamListResult,
@@ -34,6 +36,7 @@ pub const TEAM_LIST: &str = Method::TeamList.name();
 pub const TEAM_ENTER: &str = Method::TeamEnter.name();
 pub const TEAM_EXIT: &str = Method::TeamExit.name();
 pub const TEAM_CREATE: &str = Method::TeamCreate.name();
+pub const SKILL_LIST: &str = Method::SkillList.name();
 pub const ADMIN_DRAIN: &str = Method::AdminDrain.name();
 pub const ADMIN_SHUTDOWN: &str = Method::AdminShutdown.name();
 

@@ -145,6 +145,9 @@ macro_rules! for_each_method {
             TeamCreate team_create "team.create" ($crate::methods::TeamCreateParams)
                 -> $crate::methods::TeamCreateResult, Write, Any,
                 "creates a user team from the template";
+            SkillList skill_list "skill.list" ($crate::methods::SkillListParams)
+                -> $crate::methods::SkillListResult, Read, Any,
+                "the skills a prompt can invoke (with a session: its project's too)";
             AdminShutdown admin_shutdown "admin.shutdown" ($crate::methods::Empty)
                 -> $crate::methods::Ack, Admin, Instance, "stops the instance";
             AdminDrain admin_drain "admin.drain" ($crate::methods::Empty)
@@ -153,6 +156,9 @@ macro_rules! for_each_method {
             ConsoleTicket console_ticket "console.ticket" ($crate::methods::Empty)
                 -> $crate::methods::ConsoleTicketResult, Admin, Instance,
                 "mints a one-time sign-in link for the web console";
+            AuditList audit_list "audit.list" ($crate::methods::AuditListParams)
+                -> $crate::methods::AuditListResult, Admin, Store,
+                "the tenant's permission decisions, newest first";
         }
     };
 }

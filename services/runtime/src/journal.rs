@@ -5,8 +5,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use lumina_journal::{
-    AppendBatch, CommandRecord, ExpectedVersion, Fence, JournalStore, NewEvent, SessionKey,
-    StoredEvent,
+    AppendBatch, CommandRecord, ExpectedVersion, Fence, JournalStore, NewAudit, NewEvent,
+    SessionKey, StoredEvent,
 };
 use lumina_protocol::{DeltaFrame, Event, EventFrame, MAIN_STREAM};
 use tokio::sync::{broadcast, Mutex};
@@ -95,7 +95,8 @@ impl SessionJournal {
 
     /// Appends events to the main stream.
     pub async fn append(&self, events: Vec<Event>) -> Result<Vec<Arc<EventFrame>>> {
-        self.append_batch(MAIN_STREAM, events, None).await
+        self.append_batch(MAIN_STREAM, events, None, Vec::new())
+            .await
     }
 
     /// Appends events to another stream of the session (a sub-agent's `agent/<id>`). The
@@ -106,7 +107,18 @@ impl SessionJournal {
         stream: &str,
         events: Vec<Event>,
     ) -> Result<Vec<Arc<EventFrame>>> {
-        self.append_batch(stream, events, None).await
+        self.append_batch(stream, events, None, Vec::new()).await
+    }
+
+    /// Appends events that journal permission decisions with their approvals audit
+    /// records (docs/audit.md), in the same store transaction.
+    pub(crate) async fn append_audited(
+        &self,
+        stream: &str,
+        events: Vec<Event>,
+        audit: Vec<NewAudit>,
+    ) -> Result<Vec<Arc<EventFrame>>> {
+        self.append_batch(stream, events, None, audit).await
     }
 
     /// Appends events and records an idempotent command result in the same transaction.
@@ -115,7 +127,8 @@ impl SessionJournal {
         events: Vec<Event>,
         command: CommandRecord,
     ) -> Result<Vec<Arc<EventFrame>>> {
-        self.append_batch(MAIN_STREAM, events, Some(command)).await
+        self.append_batch(MAIN_STREAM, events, Some(command), Vec::new())
+            .await
     }
 
     async fn append_batch(
@@ -123,6 +136,7 @@ impl SessionJournal {
         stream: &str,
         events: Vec<Event>,
         command: Option<CommandRecord>,
+        audit: Vec<NewAudit>,
     ) -> Result<Vec<Arc<EventFrame>>> {
         let mut projection = self.projection.lock().await;
         let touches_summary = events.iter().any(|e| {
@@ -149,6 +163,7 @@ impl SessionJournal {
                 })
                 .collect(),
             command,
+            audit,
         };
         if self.stale.load(Ordering::SeqCst) {
             self.catch_up(&mut projection).await?;

@@ -2,6 +2,7 @@
 //! and compaction, permissions, sub-agents (`agent` tool), goal mode, agent teams, and crash recovery. Transport-free: the backend's WebSocket
 //! server, the CLI and tests all drive it through [`Runtime`] and [`Session`].
 
+mod audit;
 pub mod context;
 mod error;
 pub mod goal;
@@ -276,6 +277,54 @@ impl Runtime {
         Ok(team::list_teams(&self.options.app_root, project.as_deref()))
     }
 
+    /// `skill.list`: the user's and built-in skills, and the project's of `session_id`
+    /// (the discovery a run of that session does).
+    pub async fn list_skills(
+        &self,
+        session_id: Option<&str>,
+    ) -> Result<lumina_protocol::methods::SkillListResult> {
+        use lumina_protocol::methods::{SkillInfo, SkillListResult};
+        use lumina_skills::{SkillCatalog, SkillLocation};
+        let app = &self.options.app_root;
+        let mut locations = Vec::new();
+        if let Some(id) = session_id {
+            let project = self
+                .store
+                .session(&self.options.tenant, id)
+                .await?
+                .map(|r| PathBuf::from(r.project_root))
+                .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+            locations.push((SkillLocation::Project, project.join("skills")));
+            locations.push((
+                SkillLocation::ProjectPrivate,
+                project.join(".Lumina").join("PROJECT_SKILLS"),
+            ));
+        }
+        locations.push((SkillLocation::User, app.user_skills_dir()));
+        locations.push((SkillLocation::Builtin, app.builtin_skills_dir()));
+        let catalog = SkillCatalog::from_locations(&locations);
+        let shadows = |name: &str| {
+            catalog
+                .conflicts
+                .iter()
+                .find(|c| c.name == name)
+                .map_or(0, |c| u32::try_from(c.shadowed.len()).unwrap_or(u32::MAX))
+        };
+        Ok(SkillListResult {
+            skills: catalog
+                .skills
+                .iter()
+                .map(|skill| SkillInfo {
+                    name: skill.name.clone(),
+                    description: skill.description.clone(),
+                    source: skill_source(skill.location),
+                    shadows: shadows(&skill.name),
+                })
+                .collect(),
+            errors: catalog.errors.clone(),
+        })
+    }
+
     /// `team.create`: a new user team from the `/NewTeam` template.
     pub fn create_team(
         &self,
@@ -430,5 +479,17 @@ fn canonical_dir(path: &Path) -> Result<PathBuf> {
         Ok(canonical)
     } else {
         Err(Error::BadProjectRoot(path.display().to_string()))
+    }
+}
+
+/// A skill's location as the protocol names it.
+fn skill_source(location: lumina_skills::SkillLocation) -> lumina_protocol::SkillSource {
+    use lumina_protocol::SkillSource;
+    use lumina_skills::SkillLocation;
+    match location {
+        SkillLocation::Project => SkillSource::Project,
+        SkillLocation::ProjectPrivate => SkillSource::ProjectPrivate,
+        SkillLocation::User => SkillSource::User,
+        SkillLocation::Builtin => SkillSource::Builtin,
     }
 }

@@ -6,6 +6,9 @@
 
 use lumina_protocol::{Decision, Event, GoalState, MAIN_STREAM};
 
+use lumina_journal::NewAudit;
+
+use crate::audit::{self, Subject};
 use crate::journal::SessionJournal;
 use crate::projection::OpenRun;
 use crate::Result;
@@ -48,13 +51,13 @@ pub async fn close_open_work(journal: &SessionJournal) -> Result<usize> {
     }
     // Children first, each on its own stream (one atomic batch per stream).
     for (run_id, run) in open.iter().filter(|(_, r)| r.stream != MAIN_STREAM) {
-        journal
-            .append_to(&run.stream, close_run(run_id, run))
-            .await?;
+        let (mut events, mut audit) = (Vec::new(), Vec::new());
+        close_run(run_id, run, &mut events, &mut audit);
+        journal.append_audited(&run.stream, events, audit).await?;
     }
     // Then the team tasks whose member runs were just closed (the board streams).
     crate::team::control::close_running_tasks(journal).await?;
-    let mut events = Vec::new();
+    let (mut events, mut audit) = (Vec::new(), Vec::new());
     agents.sort_by_key(|a| std::cmp::Reverse(a.1));
     for (child_id, _) in agents {
         events.push(Event::AgentInterrupted {
@@ -63,7 +66,7 @@ pub async fn close_open_work(journal: &SessionJournal) -> Result<usize> {
         });
     }
     for (run_id, run) in open.iter().filter(|(_, r)| r.stream == MAIN_STREAM) {
-        events.extend(close_run(run_id, run));
+        close_run(run_id, run, &mut events, &mut audit);
     }
     for (goal_id, usage) in goals {
         events.push(Event::GoalUpdated {
@@ -75,23 +78,27 @@ pub async fn close_open_work(journal: &SessionJournal) -> Result<usize> {
         });
     }
     if !events.is_empty() {
-        journal.append(events).await?;
+        journal.append_audited(MAIN_STREAM, events, audit).await?;
     }
     tracing::info!(session_id = %journal.session_id(), runs = open.len(), "closed interrupted work");
     Ok(open.len())
 }
 
-/// The closing events of one open run, innermost first.
-fn close_run(run_id: &str, run: &OpenRun) -> Vec<Event> {
-    let mut events = Vec::new();
-    for request_id in run.open_permissions.keys() {
-        events.push(Event::PermissionResolved {
+/// Adds the closing events of one open run to `events`, innermost first, and the audit
+/// records of the permission requests it denies.
+fn close_run(run_id: &str, run: &OpenRun, events: &mut Vec<Event>, audit: &mut Vec<NewAudit>) {
+    for (request_id, requested) in &run.open_permissions {
+        let resolved = Event::PermissionResolved {
             run_id: run_id.to_string(),
             request_id: request_id.clone(),
             decision: Decision::Deny,
             by: "recovery".into(),
             reason: Some(REASON.into()),
-        });
+        };
+        if let Some(subject) = Subject::of_request(&requested.event) {
+            audit.extend(audit::record(events.len(), &resolved, &subject, None));
+        }
+        events.push(resolved);
     }
     for (call_id, tool) in &run.open_tools {
         events.push(Event::ToolInterrupted {
@@ -112,5 +119,4 @@ fn close_run(run_id: &str, run: &OpenRun) -> Vec<Event> {
         run_id: run_id.to_string(),
         reason: REASON.into(),
     });
-    events
 }

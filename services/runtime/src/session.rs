@@ -28,7 +28,9 @@ use crate::run::{self, RunContext};
 use crate::settings::{sanitize_overrides, RunSettings, SettingsError};
 use crate::{Error, Result, Shared};
 
-type PermissionAnswer = (Decision, Option<String>);
+/// A user's answer: the decision, its reason, and the subject of the identity that gave it
+/// (for the approvals audit).
+pub(crate) type PermissionAnswer = (Decision, Option<String>, Option<String>);
 
 pub(crate) struct ActiveRun {
     pub(crate) run_id: String,
@@ -427,12 +429,14 @@ impl Session {
         self.lock().pending.remove(request_id);
     }
 
-    /// Answers a pending permission request.
+    /// Answers a pending permission request; `sub` is the answering identity's subject,
+    /// kept in the approvals audit.
     pub fn respond_permission(
         &self,
         request_id: &str,
         decision: Decision,
         reason: Option<String>,
+        sub: Option<String>,
     ) -> Result<()> {
         let sender = self
             .lock()
@@ -440,7 +444,7 @@ impl Session {
             .remove(request_id)
             .ok_or_else(|| Error::PermissionNotPending(request_id.to_string()))?;
         sender
-            .send((decision, reason))
+            .send((decision, reason, sub))
             .map_err(|_| Error::PermissionNotPending(request_id.to_string()))
     }
 

@@ -17,6 +17,7 @@ use lumina_tools::permission::{args_hash, PermissionEngine, PermissionMode, Verd
 use lumina_tools::{Tool, ToolContext, ToolDescriptor, ToolOutput};
 use serde_json::{json, Value};
 
+use crate::audit::{self, Subject};
 use crate::goal::{goal_complete_descriptor, GOAL_COMPLETE_TOOL};
 use crate::hooks::{run_hooks, HookEvent, HookScope, HookVerdict};
 use crate::memory;
@@ -284,6 +285,20 @@ async fn authorize(
             reason,
         }
     };
+    // Every journaled decision goes with its approvals audit record (docs/audit.md).
+    let decided = |events: Vec<Event>, subject: &Subject, sub: Option<String>| {
+        let audit = events
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| audit::record(i, e, subject, sub.clone()))
+            .collect();
+        ctx.append_audited(events, audit)
+    };
+    let unasked = Subject {
+        tool: call.name.clone(),
+        args_hash: hash.clone(),
+        preview: None,
+    };
     match engine.decide(mode, &descriptor, args, &grants) {
         Verdict::Allow { by } => {
             // Every decision on a tool that can change something is journaled (also when
@@ -291,24 +306,14 @@ async fn authorize(
             let always_safe =
                 lumina_tools::permission::ALWAYS_SAFE_TOOLS.contains(&descriptor.name.as_str());
             if !descriptor.read_only && !always_safe {
-                ctx.append(vec![resolved(
-                    Decision::AllowOnce,
-                    by,
-                    None,
-                    call.id.clone(),
-                )])
-                .await?;
+                let event = resolved(Decision::AllowOnce, by, None, call.id.clone());
+                decided(vec![event], &unasked, None).await?;
             }
             Ok(Authorization::Allowed)
         }
         Verdict::Deny { by, reason } => {
-            ctx.append(vec![resolved(
-                Decision::Deny,
-                by,
-                Some(reason.clone()),
-                call.id.clone(),
-            )])
-            .await?;
+            let event = resolved(Decision::Deny, by, Some(reason.clone()), call.id.clone());
+            decided(vec![event], &unasked, None).await?;
             Ok(Authorization::Denied(reason))
         }
         Verdict::Ask => {
@@ -316,6 +321,10 @@ async fn authorize(
             let preview = match tool {
                 Callable::Tool(tool) => tool.preview(tool_ctx, args).await,
                 _ => None,
+            };
+            let asked = Subject {
+                preview: preview.clone(),
+                ..unasked
             };
             let requested = Event::PermissionRequested {
                 run_id: ctx.run_id.clone(),
@@ -331,11 +340,8 @@ async fn authorize(
                     "`{}` needs approval and nobody can answer in headless mode; allow it with --permission-mode or a permissions.allow rule",
                     call.name
                 );
-                ctx.append(vec![
-                    requested,
-                    resolved(Decision::Deny, "headless", Some(reason.clone()), request_id),
-                ])
-                .await?;
+                let denied = resolved(Decision::Deny, "headless", Some(reason.clone()), request_id);
+                decided(vec![requested, denied], &asked, None).await?;
                 return Ok(Authorization::Denied(reason));
             }
             let answer = ctx.session.register_permission(&request_id);
@@ -348,18 +354,18 @@ async fn authorize(
             ctx.session.forget_permission(&request_id);
             match answer {
                 None => {
-                    ctx.append(vec![resolved(
+                    let event = resolved(
                         Decision::Deny,
                         "interrupt",
                         Some("the run was interrupted".into()),
                         request_id,
-                    )])
-                    .await?;
+                    );
+                    decided(vec![event], &asked, None).await?;
                     Ok(Authorization::Interrupted)
                 }
-                Some((decision, reason)) => {
-                    ctx.append(vec![resolved(decision, "user", reason.clone(), request_id)])
-                        .await?;
+                Some((decision, reason, sub)) => {
+                    let event = resolved(decision, "user", reason.clone(), request_id);
+                    decided(vec![event], &asked, sub).await?;
                     goal_waits(ctx, false).await?;
                     if decision == Decision::Deny {
                         Ok(Authorization::Denied(

@@ -8,6 +8,7 @@ use lumina_protocol::{Decision, Event};
 use lumina_tools::permission::args_hash;
 use serde_json::{json, Value};
 
+use crate::audit::{self, Subject};
 use crate::run::RunContext;
 use crate::Result;
 
@@ -39,12 +40,17 @@ pub(crate) async fn ask(ctx: &RunContext, question: Question) -> Result<bool> {
     }
     let request_id = uuid::Uuid::new_v4().to_string();
     let answer = ctx.session.register_permission(&request_id);
+    let subject = Subject {
+        tool: question.tool.into(),
+        args_hash: args_hash(question.tool, &question.arguments),
+        preview: Some(question.preview.clone()),
+    };
     ctx.append(vec![Event::PermissionRequested {
         run_id: ctx.run_id.clone(),
         request_id: request_id.clone(),
         call_id: format!("trust-{}", question.key),
         tool: question.tool.into(),
-        args_hash: args_hash(question.tool, &question.arguments),
+        args_hash: subject.args_hash.clone(),
         arguments: question.arguments,
         preview: Some(question.preview),
     }])
@@ -54,25 +60,28 @@ pub(crate) async fn ask(ctx: &RunContext, question: Question) -> Result<bool> {
         _ = ctx.cancel.cancelled() => None,
     };
     ctx.session.forget_permission(&request_id);
-    let (decision, by, reason) = match answer {
+    let (decision, by, reason, sub) = match answer {
         None => (
             Decision::Deny,
             "interrupt",
             Some("the run was interrupted".to_string()),
+            None,
         ),
-        Some((decision, reason)) => (decision, "user", reason),
+        Some((decision, reason, sub)) => (decision, "user", reason, sub),
     };
     if decision == Decision::Deny {
         ctx.session.lock().trust_declined.insert(question.key);
     }
-    ctx.append(vec![Event::PermissionResolved {
+    let resolved = Event::PermissionResolved {
         run_id: ctx.run_id.clone(),
         request_id,
         decision,
         by: by.into(),
         reason,
-    }])
-    .await?;
+    };
+    let audit = audit::record(0, &resolved, &subject, sub);
+    ctx.append_audited(vec![resolved], audit.into_iter().collect())
+        .await?;
     Ok(decision != Decision::Deny)
 }
 

@@ -69,6 +69,7 @@ impl Node {
     /// A read any instance answers from PostgreSQL.
     async fn read(self: &Arc<Self>, tenant: &str, method: Method, params: Value) -> Reply {
         match method {
+            Method::AuditList => crate::audit::list(&*self.store, tenant, params).await,
             Method::SessionList => {
                 let p: SessionListParams = parse(params)?;
                 let records = self
@@ -245,6 +246,8 @@ impl Node {
             instance_id: self.instance_id(),
             draining: self.is_draining(),
             limits: &self.limits,
+            // Forwarded calls do not carry the caller's subject yet (docs/audit.md).
+            caller_sub: None,
         };
         execute(&self.runtime(tenant), &owner, method, params).await
     }

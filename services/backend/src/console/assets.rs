@@ -43,6 +43,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("session.js", "text/javascript; charset=utf-8"),
     asset!("timeline.js", "text/javascript; charset=utf-8"),
     asset!("panels.js", "text/javascript; charset=utf-8"),
+    asset!("skills.js", "text/javascript; charset=utf-8"),
 ];
 
 /// Sets the security headers of every console response.
@@ -101,5 +102,22 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn every_imported_module_is_served() {
+        let mut imported = 0;
+        for asset in ASSETS.iter().filter(|a| a.name.ends_with(".js")) {
+            for module in asset.body.split("from './").skip(1) {
+                let name = module.split('\'').next().unwrap();
+                assert!(
+                    ASSETS.iter().any(|a| a.name == name),
+                    "{} imports {name}, which is not embedded",
+                    asset.name
+                );
+                imported += 1;
+            }
+        }
+        assert!(imported > 5, "the scan found the imports");
     }
 }

@@ -2,9 +2,12 @@
 //! short TTL (minted by `console.ticket`, the link `lumina --web` prints) is exchanged at
 //! `/console/login` for an HttpOnly, SameSite=Strict session cookie. The WebSocket upgrade
 //! accepts that cookie only from a loopback `Host` whose `Origin` is the same page, so another
-//! site cannot ride on it. The bearer token itself never reaches the browser.
+//! site cannot ride on it. The bearer token itself never reaches the browser. Sessions live in
+//! `sessions.rs`: in memory, and for the local profile in the AppRoot too, so a restarted
+//! backend keeps signed-in pages signed in.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -12,23 +15,23 @@ use axum::http::header::{COOKIE, HOST, ORIGIN};
 use axum::http::HeaderMap;
 use lumina_protocol::methods::{ConsoleTicketResult, Identity};
 
+use super::sessions::Sessions;
 use crate::auth::local_identity;
 
 /// The session cookie's name.
 pub const COOKIE_NAME: &str = "lumina_console";
 /// How long a ticket may wait to be used.
 pub const TICKET_TTL: Duration = Duration::from_secs(120);
-/// How long a console session lasts (it also ends with the backend).
+/// How long a console session lasts.
 pub const SESSION_TTL: Duration = Duration::from_secs(12 * 3600);
 /// Bounds on what is held, so a flood of tickets cannot grow memory without end.
 const MAX_TICKETS: usize = 64;
 const MAX_SESSIONS: usize = 256;
 
-/// Tickets and cookie sessions, in memory (a restarted backend forgets them: sign in again).
-#[derive(Default)]
+/// Tickets (in memory: a restarted backend forgets them) and cookie sessions.
 pub struct ConsoleAuth {
     tickets: Mutex<HashMap<String, Instant>>,
-    sessions: Mutex<HashMap<String, Instant>>,
+    sessions: Sessions,
 }
 
 fn lock(map: &Mutex<HashMap<String, Instant>>) -> MutexGuard<'_, HashMap<String, Instant>> {
@@ -57,9 +60,28 @@ fn prune(map: &mut HashMap<String, Instant>, cap: usize) {
     }
 }
 
+impl Default for ConsoleAuth {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl ConsoleAuth {
+    /// Sessions that end with the process.
     pub fn new() -> Self {
-        Self::default()
+        Self {
+            tickets: Mutex::new(HashMap::new()),
+            sessions: Sessions::in_memory(MAX_SESSIONS),
+        }
+    }
+
+    /// Sessions also kept in `file` (0600; digests and expiry only), so a backend restarted
+    /// on the same AppRoot accepts the cookies of the one before it until they expire.
+    pub fn persistent(file: PathBuf) -> Self {
+        Self {
+            tickets: Mutex::new(HashMap::new()),
+            sessions: Sessions::persistent(file, MAX_SESSIONS),
+        }
     }
 
     /// A fresh single-use ticket.
@@ -83,15 +105,13 @@ impl ConsoleAuth {
             return None;
         }
         let session = random_id();
-        let mut sessions = lock(&self.sessions);
-        prune(&mut sessions, MAX_SESSIONS);
-        sessions.insert(session.clone(), Instant::now() + SESSION_TTL);
+        self.sessions.insert(&session, SESSION_TTL);
         Some(session)
     }
 
     /// Ends the session of a cookie value (sign out).
     pub fn revoke(&self, session: &str) {
-        lock(&self.sessions).remove(session);
+        self.sessions.remove(session);
     }
 
     /// The local identity for an upgrade carrying a live session cookie from the console's
@@ -101,16 +121,12 @@ impl ConsoleAuth {
             return None;
         }
         let session = cookie_value(headers)?;
-        let sessions = lock(&self.sessions);
-        let expires = sessions.get(session)?;
-        (*expires > Instant::now()).then(local_identity)
+        self.sessions.is_live(session).then(local_identity)
     }
 
     /// Whether `headers` carry a live session cookie (no origin check: for page loads).
     pub fn has_session(&self, headers: &HeaderMap) -> bool {
-        cookie_value(headers)
-            .and_then(|s| lock(&self.sessions).get(s).copied())
-            .is_some_and(|expires| expires > Instant::now())
+        cookie_value(headers).is_some_and(|s| self.sessions.is_live(s))
     }
 }
 
@@ -221,6 +237,32 @@ mod tests {
         }
         auth.revoke(&session);
         assert!(auth.authenticate(&good).is_none());
+    }
+
+    #[test]
+    fn a_restarted_backend_accepts_the_cookie_until_sign_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("console-sessions.json");
+        let before = ConsoleAuth::persistent(file.clone());
+        let ticket = before.mint_ticket().login_path;
+        let session = before.redeem(ticket.split('=').nth(1).unwrap()).unwrap();
+        let cookie = format!("{COOKIE_NAME}={session}");
+        let request = headers(&[
+            ("host", "127.0.0.1:4100"),
+            ("origin", "http://127.0.0.1:4100"),
+            ("cookie", &cookie),
+        ]);
+        drop(before);
+        let after = ConsoleAuth::persistent(file.clone());
+        assert!(after.authenticate(&request).is_some());
+        assert!(
+            after.redeem(ticket.split('=').nth(1).unwrap()).is_none(),
+            "tickets do not survive"
+        );
+        after.revoke(&session);
+        assert!(ConsoleAuth::persistent(file)
+            .authenticate(&request)
+            .is_none());
     }
 
     #[test]

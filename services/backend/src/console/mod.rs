@@ -2,12 +2,14 @@
 //! embedded in the binary (`assets/`, plain ES modules and CSS, no build step) and served
 //! at `/` with a strict Content-Security-Policy; the page speaks protocol v3 over the same
 //! WebSocket as every other client (`/v1/ws`), so there is no second API. Sign-in: the
-//! local profile exchanges a one-time ticket for a session cookie (`auth.rs`); the cluster
+//! local profile exchanges a one-time ticket for a session cookie (`auth.rs`, kept across
+//! restarts by `sessions.rs`); the cluster
 //! page holds a pasted JWT in memory and offers it as a WebSocket subprotocol
 //! (`bearer_from_subprotocol`).
 
 mod assets;
 mod auth;
+mod sessions;
 
 use std::sync::Arc;
 

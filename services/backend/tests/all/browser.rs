@@ -1,11 +1,14 @@
 //! End-to-end tests of the web console in a real headless Chromium, driven over CDP
-//! (`cdp.rs`), against an in-process local backend and the scripted model server. They
-//! need Chromium (scripts/setup installs it) and fail saying so when it is missing.
+//! (`cdp.rs`), against an in-process local backend (the real binary in `restart.rs`) and the
+//! scripted model server. They need Chromium (scripts/setup installs it) and fail saying so
+//! when it is missing.
 
 mod a11y;
 mod cdp;
 mod console;
 mod flows;
+mod restart;
+mod skills_budgets;
 
 /// Where the tests put their screenshots: `$LUMINA_CONSOLE_SCREENSHOTS` (the pictures in
 /// docs/console/ are refreshed with `LUMINA_CONSOLE_SCREENSHOTS=docs/console`, a path relative

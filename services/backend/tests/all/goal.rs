@@ -203,6 +203,44 @@ async fn a_goal_succeeds_when_the_model_calls_goal_complete() {
 }
 
 #[tokio::test]
+async fn a_budget_of_zero_is_refused_and_starts_nothing() {
+    let h = Harness::start("anthropic", vec![Turn::text("unused")]).await;
+    let (client, _notes) = h.client().await;
+    let session = h.session(&client).await;
+    for (budgets, name) in [
+        (
+            GoalBudgets {
+                max_turns: Some(3),
+                max_tool_calls: Some(0),
+                ..GoalBudgets::default()
+            },
+            "budgets.max_tool_calls",
+        ),
+        (
+            GoalBudgets {
+                max_wall_ms: Some(0),
+                ..GoalBudgets::default()
+            },
+            "budgets.max_wall_ms",
+        ),
+    ] {
+        let err = client
+            .goal_start(&start_params(&session.id, "anything", budgets, bypass()))
+            .await
+            .unwrap_err();
+        let error = err.server_error().unwrap();
+        assert_eq!(error.code, ErrorCode::InvalidParams, "{err}");
+        assert!(error.message.contains(name), "{err}");
+    }
+    assert!(h.model.requests().is_empty());
+    assert_eq!(
+        kinds(&events_of(&client, &session.id).await),
+        vec!["session.created"]
+    );
+    h.stop().await;
+}
+
+#[tokio::test]
 async fn a_goal_ends_budget_exhausted_when_its_tool_calls_run_out() {
     let h = Harness::start(
         "anthropic",

@@ -83,3 +83,85 @@ async fn instructions_and_skills_are_compiled_into_the_request() {
     assert!(body.contains("Prefer small diffs."));
     h.stop().await;
 }
+
+#[tokio::test]
+async fn skill_list_shows_the_skills_a_session_can_invoke() {
+    use lumina_protocol::methods::{SkillInfo, SkillListParams, SkillListResult};
+    use lumina_protocol::{ErrorCode, SkillSource};
+
+    let h = Harness::start("anthropic", vec![]).await;
+    let write = |dir: std::path::PathBuf, text: &str| {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("SKILL.md"), text).unwrap();
+    };
+    let app = h.tmp.path().join("app");
+    write(
+        h.path("skills/review"),
+        "---\ndescription: Project review\n---\nx\n",
+    );
+    write(
+        h.path(".Lumina/PROJECT_SKILLS/notes"),
+        "---\ndescription: Private notes\n---\nx\n",
+    );
+    write(
+        app.join("config/skills/review"),
+        "---\ndescription: User review\n---\nx\n",
+    );
+    write(app.join("app/resources/skills/hello"), "Say hello.\n");
+    write(app.join("config/skills/bad"), "---\nunterminated\n");
+    let (client, _notes) = h.client().await;
+    let session = h.session(&client).await;
+    let skill = |name: &str, description: &str, source, shadows| SkillInfo {
+        name: name.into(),
+        description: description.into(),
+        source,
+        shadows,
+    };
+
+    let global = client
+        .calls()
+        .skill_list(&SkillListParams::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        global.skills,
+        vec![
+            skill("hello", "Say hello.", SkillSource::Builtin, 0),
+            skill("review", "User review", SkillSource::User, 0),
+        ]
+    );
+    assert_eq!(global.errors.len(), 1, "{:?}", global.errors);
+    assert!(global.errors[0].contains("bad"), "{:?}", global.errors);
+
+    let project = client
+        .calls()
+        .skill_list(&SkillListParams {
+            session_id: Some(session.id.clone()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        project,
+        SkillListResult {
+            skills: vec![
+                skill("hello", "Say hello.", SkillSource::Builtin, 0),
+                skill("notes", "Private notes", SkillSource::ProjectPrivate, 0),
+                skill("review", "Project review", SkillSource::Project, 1),
+            ],
+            errors: global.errors.clone(),
+        }
+    );
+
+    let missing = client
+        .calls()
+        .skill_list(&SkillListParams {
+            session_id: Some("nope".into()),
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        missing.server_error().map(|e| e.code),
+        Some(ErrorCode::NotFound)
+    );
+    h.stop().await;
+}

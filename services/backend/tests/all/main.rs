@@ -7,6 +7,7 @@
 
 mod a2a;
 mod agent;
+mod audit;
 mod bad_input;
 mod browser;
 mod cluster;

@@ -62,6 +62,9 @@ macro_rules! journal_conformance_suite {
             tenant_isolation,
             concurrent_appends,
             unknown_session,
+            audit_recorded_with_append,
+            audit_filters_and_paging,
+            audit_is_atomic_with_append,
         );
     };
     (@checks $factory:expr; $($check:ident),+ $(,)?) => {
@@ -112,6 +115,7 @@ fn batch(stream: &str, expected: ExpectedVersion, events: Vec<NewEvent>) -> Appe
         expected,
         events,
         command: None,
+        audit: Vec::new(),
     }
 }
 
@@ -162,10 +166,12 @@ async fn read_all(store: &dyn JournalStore, key: &SessionKey) -> Vec<StoredEvent
     store.read(key, 0, usize::MAX).await.unwrap()
 }
 
+mod audit;
 mod events;
 mod sessions;
 mod state;
 
+pub use audit::*;
 pub use events::*;
 pub use sessions::*;
 pub use state::*;

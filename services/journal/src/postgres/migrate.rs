@@ -45,10 +45,15 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0004_memory_vectors_extra.sql",
         sql: include_str!("../../../../sql/postgres/0004_memory_vectors_extra.sql"),
     },
+    Migration {
+        version: 5,
+        name: "0005_permission_audit.sql",
+        sql: include_str!("../../../../sql/postgres/0005_permission_audit.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes (the last entry of [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 4;
+pub const SCHEMA_VERSION: i32 = 5;
 
 /// The `pg_advisory_xact_lock` key serializing migrations ("Lumina" in ASCII).
 pub const MIGRATION_LOCK_KEY: i64 = 0x4c75_6d69_6e61;

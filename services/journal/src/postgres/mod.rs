@@ -389,6 +389,17 @@ impl JournalStore for PgJournal {
         .await
     }
 
+    async fn list_audit(
+        &self,
+        tenant: &str,
+        query: &crate::AuditQuery,
+    ) -> Result<Vec<crate::AuditRecord>> {
+        self.run("list audit", |c| async move {
+            read::list_audit(&c, tenant, query).await
+        })
+        .await
+    }
+
     async fn fence(&self, session: &SessionKey) -> Result<Fence> {
         self.run(
             "read fence",

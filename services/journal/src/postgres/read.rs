@@ -264,3 +264,73 @@ pub(super) async fn consumer_offset(
     .await?;
     offset.map_or(Ok(0), |offset| from_sql_int(offset, "consumer offset"))
 }
+
+/// See [`crate::JournalStore::list_audit`]. The filters are bound as NULL when absent, so
+/// one prepared statement serves every query; the cursor is a row comparison in the
+/// listing order (`session_id` is `COLLATE "C"`, bytewise like the SQLite backend).
+pub(super) async fn list_audit(
+    client: &Client,
+    tenant: &str,
+    query: &crate::AuditQuery,
+) -> Result<Vec<crate::AuditRecord>> {
+    const CONTEXT: &str = "list audit";
+    let stmt = client
+        .prepare_cached(
+            "SELECT tenant, session_id, seq, ts_ms, run_id, request_id, tool, args_hash, preview,
+                    decision, decided_by, sub, reason
+               FROM permission_audit
+              WHERE tenant = $1
+                AND ($2::text IS NULL OR session_id = $2)
+                AND ($3::bigint IS NULL OR ts_ms >= $3)
+                AND ($4::bigint IS NULL OR ts_ms < $4)
+                AND ($5::bigint IS NULL OR (ts_ms, session_id, seq) < ($5, $6::text, $7::bigint))
+              ORDER BY ts_ms DESC, session_id DESC, seq DESC
+              LIMIT $8",
+        )
+        .await
+        .pg(CONTEXT)?;
+    let (after_ts, after_session, after_seq) = match &query.after {
+        Some(c) => (
+            Some(c.ts_ms),
+            Some(c.session_id.as_str()),
+            Some(i64::try_from(c.seq).unwrap_or(i64::MAX)),
+        ),
+        None => (None, None, None),
+    };
+    let limit = i64::try_from(query.limit).unwrap_or(i64::MAX);
+    let rows = client
+        .query(
+            &stmt,
+            &[
+                &tenant,
+                &query.session_id,
+                &query.since_ms,
+                &query.until_ms,
+                &after_ts,
+                &after_session,
+                &after_seq,
+                &limit,
+            ],
+        )
+        .await
+        .pg(CONTEXT)?;
+    rows.iter()
+        .map(|row| {
+            Ok(crate::AuditRecord {
+                tenant: row.try_get(0).pg(CONTEXT)?,
+                session_id: row.try_get(1).pg(CONTEXT)?,
+                seq: from_sql_int(row.try_get(2).pg(CONTEXT)?, "seq")?,
+                ts_ms: row.try_get(3).pg(CONTEXT)?,
+                run_id: row.try_get(4).pg(CONTEXT)?,
+                request_id: row.try_get(5).pg(CONTEXT)?,
+                tool: row.try_get(6).pg(CONTEXT)?,
+                args_hash: row.try_get(7).pg(CONTEXT)?,
+                preview: row.try_get(8).pg(CONTEXT)?,
+                decision: row.try_get(9).pg(CONTEXT)?,
+                by: row.try_get(10).pg(CONTEXT)?,
+                sub: row.try_get(11).pg(CONTEXT)?,
+                reason: row.try_get(12).pg(CONTEXT)?,
+            })
+        })
+        .collect()
+}

@@ -69,6 +69,53 @@ const INSERT_EVENTS: &str = "WITH head AS (
        FROM unnest($10::text[], $11::text[], $12::text[]) WITH ORDINALITY
             AS e (kind, payload, blob, n)";
 
+/// The batch's approvals audit records (docs/audit.md), each at its event's seq; arrays,
+/// like the events.
+const INSERT_AUDIT: &str = "INSERT INTO permission_audit (tenant, session_id, seq, ts_ms, run_id,
+                                  request_id, tool, args_hash, preview, decision, decided_by, sub, reason)
+     SELECT $1::text, $2::text, a.seq, $3::bigint, a.run_id, a.request_id, a.tool, a.args_hash,
+            a.preview, a.decision, a.decided_by, a.sub, a.reason
+       FROM unnest($4::bigint[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[],
+                   $10::text[], $11::text[], $12::text[], $13::text[])
+            AS a (seq, run_id, request_id, tool, args_hash, preview, decision, decided_by, sub,
+                  reason)";
+
+/// The audit records as parameter arrays.
+#[derive(Default)]
+struct AuditColumns {
+    seqs: Vec<i64>,
+    run_ids: Vec<String>,
+    request_ids: Vec<String>,
+    tools: Vec<String>,
+    args_hashes: Vec<String>,
+    previews: Vec<Option<String>>,
+    decisions: Vec<String>,
+    bys: Vec<String>,
+    subs: Vec<Option<String>>,
+    reasons: Vec<Option<String>>,
+}
+
+impl AuditColumns {
+    fn new(head: u64, audit: &[crate::NewAudit]) -> Result<Self> {
+        let mut columns = Self::default();
+        for a in audit {
+            columns
+                .seqs
+                .push(to_sql_int(head + a.event as u64 + 1, "seq")?);
+            columns.run_ids.push(a.run_id.clone());
+            columns.request_ids.push(a.request_id.clone());
+            columns.tools.push(a.tool.clone());
+            columns.args_hashes.push(a.args_hash.clone());
+            columns.previews.push(a.preview.clone());
+            columns.decisions.push(a.decision.clone());
+            columns.bys.push(a.by.clone());
+            columns.subs.push(a.sub.clone());
+            columns.reasons.push(a.reason.clone());
+        }
+        Ok(columns)
+    }
+}
+
 /// The session as its fence lock found it.
 struct Locked {
     recorded: Fence,
@@ -255,6 +302,7 @@ async fn append_in(
     batch: AppendBatch,
 ) -> Result<Vec<StoredEvent>> {
     const CONTEXT: &str = "append";
+    crate::audit::check_batch(&batch)?;
     let fence_sql = to_sql_int(fence, "fence")?;
     let encoded = encode(&batch)?;
     let count = batch.events.len() as u64;
@@ -292,11 +340,13 @@ async fn append_in(
         c.prepare_cached(INSERT_BLOBS),
         c.prepare_cached(INSERT_COMMAND),
         c.prepare_cached(INSERT_EVENTS),
+        c.prepare_cached(INSERT_AUDIT),
         c.prepare_cached(COMMIT),
     ])
     .await
     .pg(CONTEXT)?;
-    let [record_fence, insert_blobs, insert_command, insert_events, commit] = &statements[..]
+    let [record_fence, insert_blobs, insert_command, insert_events, insert_audit, commit] =
+        &statements[..]
     else {
         return Err(Error::Unavailable("append: statements missing".into()));
     };
@@ -328,9 +378,26 @@ async fn append_in(
         &encoded.blob_keys,
     ];
 
+    let audit = AuditColumns::new(locked.head, &batch.audit)?;
+    let audit_params: [Param; 13] = [
+        &key.tenant,
+        &key.session_id,
+        &ts_ms,
+        &audit.seqs,
+        &audit.run_ids,
+        &audit.request_ids,
+        &audit.tools,
+        &audit.args_hashes,
+        &audit.previews,
+        &audit.decisions,
+        &audit.bys,
+        &audit.subs,
+        &audit.reasons,
+    ];
+
     // In this order: blobs before the events that point at them, COMMIT last. With a
     // command key, COMMIT waits until its insert is known to have happened.
-    let mut statements = Vec::with_capacity(5);
+    let mut statements = Vec::with_capacity(6);
     if fence > locked.recorded {
         statements.push(c.execute(record_fence, &fence_params));
     }
@@ -343,6 +410,9 @@ async fn append_in(
     }
     if count > 0 {
         statements.push(c.execute(insert_events, &event_params));
+    }
+    if !audit.seqs.is_empty() {
+        statements.push(c.execute(insert_audit, &audit_params));
     }
     if command_at.is_none() {
         statements.push(c.execute(commit, &[]));

@@ -10,8 +10,11 @@ use crate::{Error, Fence, Result, SessionRecord};
 
 /// The schema of one session file (also the reference copy for `sql/`).
 pub(super) const SCHEMA_SQL: &str = include_str!("../../../../sql/sqlite/001_journal.sql");
-/// The only schema version this build reads and writes.
-const SCHEMA_VERSION: i64 = 1;
+/// Version 2: the approvals audit table, applied after [`SCHEMA_SQL`] to new files and to
+/// version 1 files when they are opened.
+pub(super) const AUDIT_SQL: &str = include_str!("../../../../sql/sqlite/002_audit.sql");
+/// The schema version this build writes (and converts version 1 files to).
+const SCHEMA_VERSION: i64 = 2;
 /// How long a statement waits for another connection's lock before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 /// Enough for every statement the backend prepares, so none is ever re-prepared.
@@ -113,6 +116,7 @@ pub(super) fn initialize(
         .transaction_with_behavior(TransactionBehavior::Immediate)
         .db("begin create")?;
     tx.execute_batch(SCHEMA_SQL).db("apply schema")?;
+    tx.execute_batch(AUDIT_SQL).db("apply audit schema")?;
     tx.execute(
         "INSERT INTO session (id, tenant, session_id, title, project_root, created_at_ms,
                               updated_at_ms, archived, summary)
@@ -136,13 +140,27 @@ pub(super) fn initialize(
     tx.commit().db("commit create")
 }
 
-/// Fails with [`Error::Corrupt`] unless the file carries this build's schema.
-pub(super) fn check_schema(conn: &Connection) -> Result<()> {
-    let version: Option<i64> = conn
-        .query_row("SELECT version FROM schema_version", [], |row| row.get(0))
+fn schema_version(conn: &Connection) -> Result<Option<i64>> {
+    conn.query_row("SELECT version FROM schema_version", [], |row| row.get(0))
         .optional()
-        .map_err(|e| Error::Corrupt(format!("read schema version: {e}")))?;
-    match version {
+        .map_err(|e| Error::Corrupt(format!("read schema version: {e}")))
+}
+
+/// Fails with [`Error::Corrupt`] unless the file carries this build's schema; a version 1
+/// file (before the approvals audit) is converted first, in one transaction that re-reads
+/// the version under the write lock (another process may have converted it meanwhile).
+pub(super) fn check_schema(conn: &mut Connection) -> Result<()> {
+    if schema_version(conn)? == Some(1) {
+        let tx = conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)
+            .db("begin schema conversion")?;
+        if schema_version(&tx)? == Some(1) {
+            tx.execute_batch(AUDIT_SQL)
+                .db("convert schema to version 2")?;
+        }
+        tx.commit().db("commit schema conversion")?;
+    }
+    match schema_version(conn)? {
         Some(SCHEMA_VERSION) => Ok(()),
         Some(other) => Err(Error::Corrupt(format!(
             "unsupported schema version {other} (this build reads {SCHEMA_VERSION})"

@@ -21,7 +21,8 @@ use tracing::instrument;
 use self::db::{SessionDb, SCHEMA_SQL};
 use self::layout::{Layout, Location, DB_FILE};
 use crate::{
-    AppendBatch, Error, Fence, JournalStore, Result, SessionKey, SessionRecord, StoredEvent,
+    AppendBatch, AuditQuery, AuditRecord, Error, Fence, JournalStore, Result, SessionKey,
+    SessionRecord, StoredEvent,
 };
 
 /// The SQLite schema of one session file (`include_str!` of `sql/sqlite/001_journal.sql` at the repository root).
@@ -194,8 +195,8 @@ impl Inner {
 
     fn open_at(&self, id: &str, location: Location) -> Result<(SessionDb, SessionRecord)> {
         let dir = self.layout.dir(location, id);
-        let conn = db::open_connection(&dir.join(DB_FILE), false)?;
-        db::check_schema(&conn)?;
+        let mut conn = db::open_connection(&dir.join(DB_FILE), false)?;
+        db::check_schema(&mut conn)?;
         let record = db::read_record(&conn)?;
         if record.session_id != id {
             return Err(Error::Corrupt(format!(
@@ -272,15 +273,71 @@ impl Inner {
     /// The record of a listed session: through its cached connection when it has one,
     /// otherwise through a short-lived connection (listing must not pin every file open).
     fn listed_record(&self, id: &str, location: Location) -> Result<SessionRecord> {
+        self.with_listed(id, location, |conn, _| db::read_record(conn))
+    }
+
+    /// Runs `work` on a listed session's connection (cached, or short-lived) with its record.
+    fn with_listed<T>(
+        &self,
+        id: &str,
+        location: Location,
+        work: impl FnOnce(&rusqlite::Connection, &SessionRecord) -> Result<T>,
+    ) -> Result<T> {
         let cached = lock(&self.sessions).get(id).cloned();
         if let Some(handle) = cached {
             let mut slot = lock(&handle.slot);
             let db = self.ensure_open(&mut slot, id)?;
-            return db::read_record(&db.conn);
+            let record = db::read_record(&db.conn)?;
+            return work(&db.conn, &record);
         }
         let (db, record) = self.open_at(id, location)?;
+        let result = work(&db.conn, &record);
         db::close(db.conn)?;
-        Ok(record)
+        result
+    }
+
+    /// The approvals audit across session files (or of one session): each file's matching
+    /// records, merged newest first. Costs one short query per session file.
+    fn audit(&self, query: &AuditQuery) -> Result<Vec<AuditRecord>> {
+        let mut targets = Vec::new();
+        match &query.session_id {
+            Some(id) if !layout::valid_session_id(id) => {}
+            Some(id) => targets.extend(self.layout.locate(id).map(|l| (id.clone(), l))),
+            None => {
+                for location in [Location::Active, Location::Archive] {
+                    for id in self.layout.scan(location)? {
+                        targets.push((id, location));
+                    }
+                }
+            }
+        }
+        let mut seen = std::collections::HashSet::new();
+        let mut records = Vec::new();
+        for (id, location) in targets {
+            if !seen.insert(id.clone()) {
+                continue;
+            }
+            let listed = self.with_listed(&id, location, |conn, record| {
+                if record.tenant != self.tenant {
+                    return Ok(Vec::new());
+                }
+                ops::list_audit(conn, &record.tenant, &id, query)
+            });
+            // A session archived mid-scan is read again where it went.
+            let listed = match (listed, self.layout.locate(&id)) {
+                (Err(_), Some(now)) if now != location => self.with_listed(&id, now, |conn, r| {
+                    ops::list_audit(conn, &r.tenant, &id, query)
+                }),
+                (listed, _) => listed,
+            };
+            match listed {
+                Ok(found) => records.extend(found),
+                Err(e) => {
+                    tracing::warn!(session_id = %id, error = %e, "skipping unreadable session in the audit");
+                }
+            }
+        }
+        Ok(crate::newest_first(records, query.limit))
     }
 
     fn list(&self, include_archived: bool) -> Result<Vec<SessionRecord>> {
@@ -480,6 +537,17 @@ impl JournalStore for SqliteJournal {
             Ok(())
         })
         .await
+    }
+
+    /// Scans the session files (all of them, or the one of `query.session_id`).
+    #[instrument(level = "debug", skip_all)]
+    async fn list_audit(&self, tenant: &str, query: &AuditQuery) -> Result<Vec<AuditRecord>> {
+        if tenant != self.inner.tenant || query.limit == 0 {
+            return Ok(Vec::new());
+        }
+        let inner = Arc::clone(&self.inner);
+        let query = query.clone();
+        blocking(move || inner.audit(&query)).await
     }
 
     async fn fence(&self, session: &SessionKey) -> Result<Fence> {

@@ -6,8 +6,8 @@ use rusqlite::{Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::db::{from_sql_int, json_text, parse_json, to_sql_int, DbResultExt, SessionDb};
 use crate::{
-    now_ms, sha256_hex, AppendBatch, Error, ExpectedVersion, Fence, Result, StoredEvent,
-    BLOB_THRESHOLD_BYTES,
+    now_ms, sha256_hex, AppendBatch, AuditQuery, AuditRecord, Error, ExpectedVersion, Fence,
+    NewAudit, Result, StoredEvent, BLOB_THRESHOLD_BYTES,
 };
 
 /// Starts a write transaction: IMMEDIATE takes the write lock up front, so the fence and
@@ -67,6 +67,7 @@ pub(super) fn append(
     if db.archived {
         return Err(Error::Archived(session_id.to_owned()));
     }
+    crate::audit::check_batch(&batch)?;
     let fence_sql = to_sql_int(fence, "fence")?;
     let tx = begin(&mut db.conn)?;
     check_fence(&tx, fence)?;
@@ -113,7 +114,13 @@ pub(super) fn append(
         .db("read head")?;
     let head = from_sql_int(head, "seq")?;
 
-    let mut stored = Vec::with_capacity(batch.events.len());
+    let AppendBatch {
+        stream,
+        events,
+        audit,
+        ..
+    } = batch;
+    let mut stored = Vec::with_capacity(events.len());
     {
         let mut insert = tx
             .prepare_cached(
@@ -121,7 +128,7 @@ pub(super) fn append(
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             )
             .db("insert event")?;
-        for (offset, event) in (1u64..).zip(batch.events) {
+        for (offset, event) in (1u64..).zip(events) {
             let seq = head + offset;
             let stream_seq = version + offset;
             let json = json_text(&event.payload)?;
@@ -135,7 +142,7 @@ pub(super) fn append(
             insert
                 .execute(rusqlite::params![
                     to_sql_int(seq, "seq")?,
-                    batch.stream,
+                    stream,
                     to_sql_int(stream_seq, "stream_seq")?,
                     event.kind,
                     inline,
@@ -146,7 +153,7 @@ pub(super) fn append(
                 .db("insert event")?;
             stored.push(StoredEvent {
                 seq,
-                stream: batch.stream.clone(),
+                stream: stream.clone(),
                 stream_seq,
                 kind: event.kind,
                 payload: event.payload,
@@ -155,8 +162,95 @@ pub(super) fn append(
             });
         }
     }
+    insert_audit(&tx, head, ts_ms, audit)?;
     tx.commit().db("commit append")?;
     Ok(stored)
+}
+
+/// The batch's audit records, in its transaction; each takes its event's seq.
+fn insert_audit(tx: &Transaction<'_>, head: u64, ts_ms: i64, audit: Vec<NewAudit>) -> Result<()> {
+    if audit.is_empty() {
+        return Ok(());
+    }
+    let mut insert = tx
+        .prepare_cached(
+            "INSERT INTO permission_audit (seq, ts_ms, run_id, request_id, tool, args_hash,
+                                           preview, decision, decided_by, sub, reason)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        )
+        .db("insert audit")?;
+    for a in audit {
+        let seq = head + a.event as u64 + 1;
+        insert
+            .execute(rusqlite::params![
+                to_sql_int(seq, "seq")?,
+                ts_ms,
+                a.run_id,
+                a.request_id,
+                a.tool,
+                a.args_hash,
+                a.preview,
+                a.decision,
+                a.by,
+                a.sub,
+                a.reason,
+            ])
+            .db("insert audit")?;
+    }
+    Ok(())
+}
+
+/// The session's audit records matching `query`'s time window and cursor, newest first,
+/// at most `query.limit` (the caller merges sessions and applies the session filter).
+pub(super) fn list_audit(
+    conn: &Connection,
+    tenant: &str,
+    session_id: &str,
+    query: &AuditQuery,
+) -> Result<Vec<AuditRecord>> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT seq, ts_ms, run_id, request_id, tool, args_hash, preview, decision,
+                    decided_by, sub, reason
+               FROM permission_audit
+              WHERE ts_ms >= ?1 AND ts_ms < ?2 AND ts_ms <= ?3
+              ORDER BY ts_ms DESC, seq DESC",
+        )
+        .db("list audit")?;
+    // The cursor bounds the time here; the exact position is checked per record below.
+    let ceiling = query.after.as_ref().map_or(i64::MAX, |c| c.ts_ms);
+    let mut rows = stmt
+        .query(rusqlite::params![
+            query.since_ms.unwrap_or(i64::MIN),
+            query.until_ms.unwrap_or(i64::MAX),
+            ceiling,
+        ])
+        .db("list audit")?;
+    let mut records = Vec::new();
+    while records.len() < query.limit {
+        let Some(row) = rows.next().db("list audit")? else {
+            break;
+        };
+        let record = AuditRecord {
+            tenant: tenant.to_owned(),
+            session_id: session_id.to_owned(),
+            seq: from_sql_int(row.get(0).db("read audit")?, "seq")?,
+            ts_ms: row.get(1).db("read audit")?,
+            run_id: row.get(2).db("read audit")?,
+            request_id: row.get(3).db("read audit")?,
+            tool: row.get(4).db("read audit")?,
+            args_hash: row.get(5).db("read audit")?,
+            preview: row.get(6).db("read audit")?,
+            decision: row.get(7).db("read audit")?,
+            by: row.get(8).db("read audit")?,
+            sub: row.get(9).db("read audit")?,
+            reason: row.get(10).db("read audit")?,
+        };
+        if query.matches(&record) {
+            records.push(record);
+        }
+    }
+    Ok(records)
 }
 
 macro_rules! select_events {

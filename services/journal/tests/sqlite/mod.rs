@@ -156,7 +156,7 @@ async fn files_use_wal_and_move_large_payloads_to_deduplicated_blobs() {
         ),
         2
     );
-    assert_eq!(count(&conn, "SELECT version FROM schema_version"), 1);
+    assert_eq!(count(&conn, "SELECT version FROM schema_version"), 2);
 }
 
 #[tokio::test]
@@ -373,4 +373,64 @@ async fn bench_throughput() {
     let report = bench::run(Arc::new(store), 50_000, 500, 200).await.unwrap();
     println!("{}", serde_json::to_string_pretty(&report).unwrap());
     println!("total {} ms", now_ms() - started);
+}
+
+/// A session file of schema version 1 (before the approvals audit) is converted when it
+/// is opened: its events stay, and its decisions are audited from then on.
+#[tokio::test]
+async fn version_1_files_get_the_audit_table_when_opened() {
+    let fixture = sqlite_store().await;
+    fixture
+        .store
+        .create_session(&record("s1"), 1)
+        .await
+        .unwrap();
+    fixture
+        .store
+        .append(&key("s1"), 1, AppendBatch::any("a", events(2)))
+        .await
+        .unwrap();
+    let path = fixture.sessions_dir().join("active/s1/runtime.sqlite");
+    {
+        let conn = raw(&path);
+        conn.execute_batch(
+            "DROP INDEX permission_audit_by_time; DROP TABLE permission_audit;
+             UPDATE schema_version SET version = 1;",
+        )
+        .unwrap();
+    }
+    let store = fixture.reopen();
+    assert_eq!(store.head(&key("s1")).await.unwrap(), 2);
+    assert_eq!(count(&raw(&path), "SELECT version FROM schema_version"), 2);
+    let mut batch = AppendBatch::any("a", events(1));
+    batch.audit = vec![lumina_journal::NewAudit {
+        event: 0,
+        run_id: "r".into(),
+        request_id: "q".into(),
+        tool: "shell".into(),
+        args_hash: "h".into(),
+        preview: None,
+        decision: "deny".into(),
+        by: "rule".into(),
+        sub: None,
+        reason: Some("no".into()),
+    }];
+    store.append(&key("s1"), 1, batch).await.unwrap();
+    let listed = store
+        .list_audit(
+            "t1",
+            &lumina_journal::AuditQuery {
+                limit: 10,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        listed
+            .iter()
+            .map(|r| (r.seq, r.tool.as_str()))
+            .collect::<Vec<_>>(),
+        vec![(3, "shell")]
+    );
 }

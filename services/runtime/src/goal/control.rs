@@ -12,7 +12,7 @@ use lumina_journal::CommandRecord;
 use lumina_protocol::methods::{
     GoalRef, GoalResult, GoalResumeParams, GoalStartParams, GoalSummary,
 };
-use lumina_protocol::{Event, GoalState};
+use lumina_protocol::{Event, GoalBudgets, GoalState};
 use serde_json::{json, Map, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -37,6 +37,23 @@ pub(crate) enum GoalRequest {
 pub(crate) struct GoalControl {
     pub goal_id: String,
     pub request: Option<GoalRequest>,
+}
+
+/// A budget of 0 would end the goal before its first turn: each one given must be at least
+/// 1 (an absent one is no limit).
+fn check_budgets(budgets: &GoalBudgets) -> Result<()> {
+    let given = [
+        ("max_turns", budgets.max_turns.map(u64::from)),
+        ("max_tool_calls", budgets.max_tool_calls.map(u64::from)),
+        ("max_tokens", budgets.max_tokens),
+        ("max_wall_ms", budgets.max_wall_ms),
+    ];
+    match given.iter().find(|(_, value)| *value == Some(0)) {
+        Some((name, _)) => Err(Error::InvalidParams(format!(
+            "budgets.{name} must be at least 1 (leave it out for no limit)"
+        ))),
+        None => Ok(()),
+    }
 }
 
 impl Session {
@@ -65,6 +82,7 @@ impl Session {
                 "no_progress_turns must be at least 1".into(),
             ));
         }
+        check_budgets(&params.budgets)?;
         self.check_writable().await?;
         let overrides = sanitize_overrides(&params.settings)?;
         let settings = self.settings_for(overrides.clone())?;

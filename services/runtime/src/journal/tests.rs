@@ -117,6 +117,13 @@ impl JournalStore for Faulty {
     async fn archive(&self, s: &SessionKey, f: Fence) -> lumina_journal::Result<()> {
         self.inner.archive(s, f).await
     }
+    async fn list_audit(
+        &self,
+        t: &str,
+        q: &lumina_journal::AuditQuery,
+    ) -> lumina_journal::Result<Vec<lumina_journal::AuditRecord>> {
+        self.inner.list_audit(t, q).await
+    }
     async fn fence(&self, s: &SessionKey) -> lumina_journal::Result<Fence> {
         self.inner.fence(s).await
     }

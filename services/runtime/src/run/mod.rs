@@ -90,6 +90,18 @@ impl RunContext {
         self.session.journal().append_to(&self.stream, events).await
     }
 
+    /// Appends to this run's stream with approvals audit records (docs/audit.md).
+    pub(crate) async fn append_audited(
+        &self,
+        events: Vec<Event>,
+        audit: Vec<lumina_journal::NewAudit>,
+    ) -> Result<Vec<Arc<EventFrame>>> {
+        self.session
+            .journal()
+            .append_audited(&self.stream, events, audit)
+            .await
+    }
+
     pub(crate) fn is_main(&self) -> bool {
         self.stream == MAIN_STREAM
     }

@@ -1,10 +1,12 @@
 // The console's entry point: sign-in, the connection and the page router
-// (#/ sessions, #/session/<id> a session). See docs/console.md.
+// (#/ sessions, #/session/<id> a session, #/skills[/<session id>] the skills). See
+// docs/console.md.
 
 import { Connection } from './connection.js';
 import { h, clear } from './dom.js';
 import { sessionsPage } from './sessions.js';
 import { sessionPage } from './session.js';
+import { skillsPage } from './skills.js';
 
 const main = document.getElementById('main');
 const connLabel = document.getElementById('conn');
@@ -70,7 +72,10 @@ function route() {
   clear(main);
   const hash = location.hash || '#/';
   const m = hash.match(/^#\/session\/([\w-]+)$/);
-  page = m ? sessionPage(main, conn, m[1]) : sessionsPage(main, conn);
+  const skills = hash.match(/^#\/skills(?:\/([\w-]+))?$/);
+  if (m) page = sessionPage(main, conn, m[1]);
+  else if (skills) page = skillsPage(main, conn, skills[1] || null);
+  else page = sessionsPage(main, conn);
 }
 
 signoutButton.addEventListener('click', async () => {

@@ -77,8 +77,20 @@ export class Connection {
         this.ws.onclose = null;
         this.ws.close();
       }
-      if (this.retry > 7) this.onStatus('signed-out');
+      // A backend that is down (restarting, say) is waited for as long as it takes; one
+      // that answers but keeps refusing the socket has ended this sign-in.
+      if (this.retry > 7 && (await this.reachable())) this.onStatus('signed-out');
       else this.reconnect();
+    }
+  }
+
+  /** Whether the backend answers plain HTTP at all (the page's own stylesheet). */
+  async reachable() {
+    try {
+      await fetch('/console/style.css', { method: 'HEAD', cache: 'no-store', credentials: 'omit' });
+      return true;
+    } catch {
+      return false;
     }
   }
 

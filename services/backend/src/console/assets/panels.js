@@ -1,9 +1,23 @@
-// The session's side panels: goal (state, budgets, pause/resume/cancel), queued follow-ups
+// The session's side panels: goal (started with optional budgets; its state, usage against
+// the budgets, pause/resume/cancel), queued follow-ups
 // (each can be turned into steering), the agent tree, recalled memory, changed files (only
 // when a tool changed one) and MCP servers. Extension point: a panel is a section with a
 // render(state) — team chat, A2A peers and the sandbox badge plug in the same way.
 
 import { h, append, clear, diffView, uuid } from './dom.js';
+
+// The budgets `goal.start` takes; time is asked in minutes and sent in milliseconds.
+const BUDGETS = [
+  { key: 'max_turns', label: 'Max turns', scale: 1, max: 4294967295 },
+  { key: 'max_tool_calls', label: 'Max tool calls', scale: 1, max: 4294967295 },
+  { key: 'max_tokens', label: 'Max tokens', scale: 1, max: Number.MAX_SAFE_INTEGER },
+  { key: 'max_wall_ms', label: 'Minutes', scale: 60000, max: 1000000 },
+];
+
+/** Milliseconds for people: seconds under a minute, minutes above. */
+function duration(ms) {
+  return ms < 60000 ? `${(ms / 1000).toFixed(1)} s` : `${+(ms / 60000).toFixed(1)} min`;
+}
 
 function section(id, title) {
   const body = h('div', { class: 'panel-body' });
@@ -114,31 +128,34 @@ export class Panels {
   }
 
   renderGoal() {
-    const b = clear(this.goalPanel.body);
+    const b = this.goalPanel.body;
     const g = this.goal;
     if (!g) {
-      const objective = h('input', { id: 'goal-objective', type: 'text', required: true });
-      const form = h('form', { class: 'goal-form' },
-        h('label', { for: 'goal-objective' }, 'Objective'), objective,
-        h('button', { type: 'submit', class: 'secondary' }, 'Start goal'));
-      form.addEventListener('submit', (ev) => {
-        ev.preventDefault();
-        if (objective.value.trim()) this.act('goal.start', { idempotency_key: uuid(), objective: objective.value.trim() });
-      });
-      b.append(h('p', { class: 'muted' }, 'No goal in this session.'), form);
+      // Built once, so what was typed survives the renders other events cause.
+      if (!this.goalForm) this.goalForm = this.buildGoalForm();
+      if (this.goalForm.parentNode !== b) {
+        clear(b).append(h('p', { class: 'muted' }, 'No goal in this session.'), this.goalForm);
+      }
       return;
     }
+    clear(b);
     const final = ['success', 'budget-exhausted', 'failed', 'cancelled'].includes(g.state);
     const budgets = g.budgets || {};
     const u = g.usage || {};
-    const row = (label, used, max) => h('tr', {}, h('th', { scope: 'row' }, label), h('td', {}, max ? `${used} / ${max}` : String(used)));
+    const row = (key, label, used, max, show = String) => h('tr', { 'data-budget': key },
+      h('th', { scope: 'row' }, label),
+      h('td', {}, max ? `${show(used || 0)} / ${show(max)}` : show(used || 0)));
     append(b, [
       h('p', {}, h('span', { class: 'badge ' + g.state, id: 'goal-state' }, g.state), ' ', g.objective),
-      g.reason ? h('p', { class: 'muted small' }, g.reason) : null,
+      g.reason ? h('p', { class: 'muted small', id: 'goal-reason' }, g.reason) : null,
       g.summary ? h('p', { class: 'small' }, g.summary) : null,
-      h('table', { class: 'budgets' }, h('tbody', {},
-        row('turns', u.turns, budgets.max_turns), row('tool calls', u.tool_calls, budgets.max_tool_calls),
-        row('tokens', u.tokens, budgets.max_tokens), row('time (ms)', u.wall_ms, budgets.max_wall_ms))),
+      h('table', { class: 'budgets', id: 'goal-budgets' },
+        h('caption', { class: 'sr-only' }, 'Usage against the budgets'),
+        h('tbody', {},
+          row('max_turns', 'turns', u.turns, budgets.max_turns),
+          row('max_tool_calls', 'tool calls', u.tool_calls, budgets.max_tool_calls),
+          row('max_tokens', 'tokens', u.tokens, budgets.max_tokens),
+          row('max_wall_ms', 'time', u.wall_ms, budgets.max_wall_ms, duration))),
     ]);
     if (!final) {
       const pause = h('button', { type: 'button', class: 'secondary', disabled: g.state === 'paused' }, 'Pause');
@@ -149,6 +166,57 @@ export class Panels {
       cancel.addEventListener('click', () => this.act('goal.cancel', { goal_id: g.goal_id }));
       b.append(h('div', { class: 'buttons' }, pause, resume, cancel));
     }
+  }
+
+  /** The form that starts a goal: objective and optional budgets, checked here first. */
+  buildGoalForm() {
+    const objective = h('input', { id: 'goal-objective', type: 'text', required: true });
+    const error = h('p', { class: 'error', role: 'alert', id: 'goal-error' });
+    const fields = BUDGETS.map((f) => ({
+      ...f,
+      input: h('input', { id: 'goal-' + f.key, type: 'number', min: '1', step: 'any', inputmode: 'numeric', 'aria-describedby': 'goal-budget-help' }),
+    }));
+    const form = h('form', { class: 'goal-form', id: 'goal-form', novalidate: true },
+      h('label', { for: 'goal-objective' }, 'Objective'), objective,
+      h('fieldset', { class: 'goal-budgets' },
+        h('legend', {}, 'Budgets (optional)'),
+        h('p', { class: 'muted small', id: 'goal-budget-help' }, 'Whole numbers from 1; empty means no limit. The goal stops when one is spent.'),
+        h('div', { class: 'budget-grid' }, fields.map((f) => h('div', { class: 'budget-field' }, h('label', { for: f.input.id }, f.label), f.input)))),
+      error,
+      h('button', { type: 'submit', class: 'secondary', id: 'goal-start' }, 'Start goal'));
+    form.addEventListener('submit', async (ev) => {
+      ev.preventDefault();
+      error.textContent = '';
+      const budgets = {};
+      for (const f of fields) {
+        f.input.removeAttribute('aria-invalid');
+        const text = f.input.value.trim();
+        if (!text && !f.input.validity.badInput) continue;
+        const n = Number(text);
+        if (!/^\d+$/.test(text) || !Number.isSafeInteger(n) || n < 1 || n > f.max) {
+          f.input.setAttribute('aria-invalid', 'true');
+          error.textContent = `${f.label}: enter a whole number from 1 to ${f.max}, or leave it empty.`;
+          f.input.focus();
+          return;
+        }
+        budgets[f.key] = n * f.scale;
+      }
+      if (!objective.value.trim()) {
+        error.textContent = 'Enter the objective.';
+        objective.focus();
+        return;
+      }
+      const params = { idempotency_key: uuid(), objective: objective.value.trim() };
+      if (Object.keys(budgets).length) params.budgets = budgets;
+      try {
+        await this.conn.request('goal.start', { session_id: this.sessionId, ...params });
+        objective.value = '';
+        for (const f of fields) f.input.value = '';
+      } catch (e) {
+        error.textContent = 'Cannot start the goal: ' + e.message;
+      }
+    });
+    return form;
   }
 
   renderQueue() {

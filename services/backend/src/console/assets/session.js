@@ -138,7 +138,8 @@ export function sessionPage(main, conn, sessionId) {
   }
 
   main.append(h('div', { class: 'session-page' },
-    h('div', { class: 'session-head' }, h('a', { href: '#/', class: 'back' }, '← Sessions'), title, status, interrupt, showApproval),
+    h('div', { class: 'session-head' }, h('a', { href: '#/', class: 'back' }, '← Sessions'), title, status, interrupt, showApproval,
+      h('a', { href: '#/skills/' + sessionId, id: 'session-skills' }, 'Skills of this project')),
     error,
     h('div', { class: 'session-grid' },
       h('div', { class: 'conversation' }, h('div', { class: 'scroller', tabindex: '0', 'aria-label': 'Conversation' }, timeline.el), composer),

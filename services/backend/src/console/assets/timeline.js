@@ -75,6 +75,22 @@ export class Timeline {
       case 'tool.completed':
         this.toolCompleted(e);
         break;
+      case 'step.interrupted': {
+        // Deltas are not journaled: the part of the answer that was streamed stays, marked
+        // as cut off (a reload shows only the run's end).
+        const key = `${e.run_id}:${e.step}`;
+        const s = this.streaming.get(key);
+        if (s) {
+          if (s.frame) cancelAnimationFrame(s.frame);
+          s.frame = 0;
+          s.body.replaceWith((s.body = renderMarkdown(s.text)));
+          s.el.classList.remove('streaming');
+          s.el.classList.add('cut');
+          s.el.append(h('div', { class: 'cut-note' }, `Answer cut off: ${e.reason}`));
+          this.streaming.delete(key);
+        }
+        break;
+      }
       case 'tool.interrupted': {
         const t = this.tools.get(e.call_id);
         if (t) this.setToolStatus(t, 'interrupted', 'interrupted: ' + e.reason);

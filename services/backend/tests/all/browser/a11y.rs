@@ -1,6 +1,7 @@
 //! axe-core (npm, run inside the browser) reports no serious or critical violation on any
-//! console page: sign-in, sessions, a session with answers, tool calls and changed files,
-//! the approval dialog, the same at phone width. It then archives the session from the list.
+//! console page: sign-in, sessions, a session with answers, tool calls and changed files
+//! (and the goal form with its budget fields), the approval dialog, the same at phone width,
+//! the skills page. It then archives the session from the list.
 
 use lumina_protocol::methods::Empty;
 use lumina_testkit::Turn;
@@ -29,6 +30,13 @@ async fn every_console_page_passes_axe_without_serious_violations() {
         ],
     )
     .await;
+    let skill = harness.tmp.path().join("app/config/skills/tidy");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\ndescription: Tidy the imports\n---\nTidy.\n",
+    )
+    .unwrap();
     let base = harness
         .url
         .replace("ws://", "http://")
@@ -89,6 +97,14 @@ async fn every_console_page_passes_axe_without_serious_violations() {
     assert_accessible(&page, "sessions").await;
     page.screenshot(&super::shots().join("sessions.png")).await;
     assert!(session_hash.as_str().is_some());
+
+    page.click("#nav-skills").await;
+    page.wait_for("document.querySelector('#skills tr[data-skill=\"tidy\"]')")
+        .await;
+    assert_accessible(&page, "skills").await;
+    page.eval("location.hash = '#/'").await;
+    page.wait_for("document.querySelector('#sessions table')")
+        .await;
 
     // Archive: the session leaves the list and comes back with "show archived".
     page.eval("[...document.querySelectorAll('#sessions button')].find(b => b.textContent === 'Archive').click()")

@@ -222,7 +222,14 @@ impl Page<'_> {
 
     /// Waits (15 s) until `condition` is truthy; panics with the page's text otherwise.
     pub async fn wait_for(&self, condition: &str) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        self.wait_for_within(condition, Duration::from_secs(15))
+            .await;
+    }
+
+    /// Waits up to `limit` until `condition` is truthy; panics with the page's text
+    /// otherwise.
+    pub async fn wait_for_within(&self, condition: &str, limit: Duration) {
+        let deadline = tokio::time::Instant::now() + limit;
         let probe = format!(
             "(() => {{ try {{ return !!({condition}); }} catch (e) {{ return false; }} }})()"
         );

@@ -12,7 +12,7 @@ use super::shots;
 use crate::support::Harness;
 
 /// A signed-in page (its own browser context and ticket) at `#/session/<id>` or the list.
-async fn signed_in<'a>(browser: &'a Browser, harness: &Harness, hash: &str) -> Page<'a> {
+pub(super) async fn signed_in<'a>(browser: &'a Browser, harness: &Harness, hash: &str) -> Page<'a> {
     let (client, _notes) = harness.client().await;
     let ticket = client.calls().console_ticket(&Empty {}).await.unwrap();
     let base = harness
