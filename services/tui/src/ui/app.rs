@@ -117,6 +117,8 @@ pub enum Command {
     },
     /// `mcp.status` of the open session.
     McpStatus,
+    /// `skill.list` (`/skills`), with the open session's project skills.
+    ListSkills,
     /// `mcp.trust` of a project server of the open session.
     McpTrust(String),
     Open(String),

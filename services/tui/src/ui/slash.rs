@@ -77,10 +77,7 @@ impl App {
                 "the backend has no method to compact on demand yet; it compacts automatically \
                  at 80% of the context window",
             ),
-            Slash::Skills => self.not_yet(
-                "/skills",
-                "the backend has no method to list skills yet; run one with /NAME ARGS",
-            ),
+            Slash::Skills => return vec![Command::ListSkills],
             Slash::Mcp(arg) => return self.mcp(arg),
             Slash::Team(None) => {
                 self.overlay = Some(Overlay::Teams {

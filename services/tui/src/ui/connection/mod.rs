@@ -29,6 +29,7 @@ use crate::backend::Connected;
 use crate::headless::title_from_prompt;
 
 mod reconnect;
+mod skills;
 mod team;
 
 /// Opens a new connection (local: finds or restarts the backend; remote: the URL).
@@ -233,6 +234,7 @@ impl Conn {
                 },
                 None => Ok(()),
             },
+            Command::ListSkills => self.skill_list().await,
             Command::TeamList => self.team_list().await,
             Command::TeamEnter { team, task } => self.team_enter(&team, task).await,
             Command::TeamExit => self.team_exit().await,
