@@ -190,7 +190,6 @@ mod tests {
         }
     }
 
-
     #[test]
     fn line_endings_comments_and_multiline_data() {
         let input = "\u{feff}: keep-alive\r\n\r\nevent: a\r\ndata: one\r\ndata:two\r\n\r\n\

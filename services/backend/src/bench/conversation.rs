@@ -50,10 +50,7 @@ pub async fn run(bench: ConversationBench) -> anyhow::Result<Value> {
         project_root: tmp.path().to_path_buf(),
     })
     .await?;
-    let api = Api::new(
-        format!("http://{}/api/v1", backend.addr),
-        &backend.token,
-    )?;
+    let api = Api::new(format!("http://{}/api/v1", backend.addr), &backend.token)?;
     let state = backend.state.clone();
     let server = tokio::spawn(crate::server::serve(backend.listener, state.clone()));
 
@@ -85,9 +82,12 @@ async fn measure(api: &Api, bench: &ConversationBench) -> anyhow::Result<Value> 
     let mut turn_times = Vec::with_capacity(turns);
     for i in 0..turns {
         let t0 = Instant::now();
-        api.sync_turn(&long, &format!("message {} of the long conversation", 2 * i))
-            .await
-            .with_context(|| format!("turn {i} of {turns}"))?;
+        api.sync_turn(
+            &long,
+            &format!("message {} of the long conversation", 2 * i),
+        )
+        .await
+        .with_context(|| format!("turn {i} of {turns}"))?;
         turn_times.push(t0.elapsed());
     }
     let built = started.elapsed();
@@ -208,7 +208,10 @@ impl Api {
     ) -> anyhow::Result<MessagePage> {
         let mut request = self
             .http
-            .get(format!("{}/conversations/{conversation}/messages", self.base))
+            .get(format!(
+                "{}/conversations/{conversation}/messages",
+                self.base
+            ))
             .query(&[("limit", limit)]);
         if let Some(cursor) = cursor {
             request = request.query(&[("cursor", cursor)]);

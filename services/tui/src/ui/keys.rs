@@ -168,8 +168,10 @@ impl App {
                     KeyCode::Down => *selected = (*selected + 1).min(count.saturating_sub(1)),
                     KeyCode::Esc | KeyCode::Char('q') => self.overlay = None,
                     KeyCode::Enter => {
-                        let Some(team) =
-                            items.as_ref().and_then(|items| items.get(*selected)).cloned()
+                        let Some(team) = items
+                            .as_ref()
+                            .and_then(|items| items.get(*selected))
+                            .cloned()
                         else {
                             return Vec::new();
                         };

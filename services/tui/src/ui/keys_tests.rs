@@ -616,8 +616,14 @@ fn team_picker_enters_the_chosen_team_and_refuses_a_broken_one() {
         panic!("no notice: {notice:?}");
     };
     assert_eq!(level, Level::Error);
-    assert!(text.contains("broken") && text.contains("`agents`"), "{text}");
-    assert!(matches!(app.overlay, Some(Overlay::Teams { selected: 1, .. })));
+    assert!(
+        text.contains("broken") && text.contains("`agents`"),
+        "{text}"
+    );
+    assert!(matches!(
+        app.overlay,
+        Some(Overlay::Teams { selected: 1, .. })
+    ));
     key(&mut app, KeyCode::Down);
     key(&mut app, KeyCode::Down);
     assert_eq!(
