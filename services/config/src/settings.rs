@@ -158,6 +158,11 @@ pub struct Settings {
     pub jwt_jwks_url: Option<String>,
     /// Local JWKS file, instead of `jwt_jwks_url`. Default: none.
     pub jwt_jwks_file: Option<String>,
+    /// A request header set by an authenticating reverse proxy (oauth2-proxy's
+    /// `X-Forwarded-Access-Token`, say) that carries the user's JWT; the cluster backend
+    /// then also accepts the JWT from it on the WebSocket upgrade (docs/console.md). Only
+    /// behind a proxy that strips the header from clients. Default: none (ignored).
+    pub jwt_proxy_header: Option<String>,
     /// Liveness TTL of a cluster instance, ms: its registry entry, and so every session
     /// lease it holds, lapses this long after its last heartbeat (one every TTL/4), and a
     /// dead owner's sessions move at once after that. Default: 2000.
@@ -279,6 +284,7 @@ impl Default for Settings {
             jwt_audience: None,
             jwt_jwks_url: None,
             jwt_jwks_file: None,
+            jwt_proxy_header: None,
             cluster_lease_ttl_ms: 2_000,
             cluster_drain_timeout_ms: 30_000,
             tenant_max_connections: 0,
@@ -347,6 +353,7 @@ impl std::fmt::Debug for Settings {
             .field("jwt_audience", &self.jwt_audience)
             .field("jwt_jwks_url", &self.jwt_jwks_url)
             .field("jwt_jwks_file", &self.jwt_jwks_file)
+            .field("jwt_proxy_header", &self.jwt_proxy_header)
             .field("cluster_lease_ttl_ms", &self.cluster_lease_ttl_ms)
             .field("cluster_drain_timeout_ms", &self.cluster_drain_timeout_ms)
             .field("tenant_max_connections", &self.tenant_max_connections)
