@@ -134,7 +134,9 @@ fn proxy_header(name: &str) -> Result<HeaderName, ConfigError> {
         || header.as_str() == "host"
         || header.as_str().starts_with("sec-");
     if browser_set {
-        return Err(invalid("a header the browser sets cannot carry the proxy's JWT"));
+        return Err(invalid(
+            "a header the browser sets cannot carry the proxy's JWT",
+        ));
     }
     Ok(header)
 }
