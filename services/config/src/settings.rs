@@ -160,8 +160,9 @@ pub struct Settings {
     pub jwt_jwks_file: Option<String>,
     /// A request header set by an authenticating reverse proxy (oauth2-proxy's
     /// `X-Forwarded-Access-Token`, say) that carries the user's JWT; the cluster backend
-    /// then also accepts the JWT from it on the WebSocket upgrade (docs/console.md). Only
-    /// behind a proxy that strips the header from clients. Default: none (ignored).
+    /// then also accepts the JWT from it wherever it accepts a bearer JWT, the console's
+    /// WebSocket upgrade included (docs/console.md). Only behind a proxy that strips the
+    /// header from clients. Default: none (ignored).
     pub jwt_proxy_header: Option<String>,
     /// Liveness TTL of a cluster instance, ms: its registry entry, and so every session
     /// lease it holds, lapses this long after its last heartbeat (one every TTL/4), and a
