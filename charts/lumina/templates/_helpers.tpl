@@ -87,6 +87,9 @@ LUMINA_JWT_JWKS_URL: {{ .Values.auth.jwksUrl | quote }}
 {{- else }}
 LUMINA_JWT_JWKS_FILE: {{ printf "%s/%s" (trimSuffix "/" .Values.auth.jwksFile.mountPath) .Values.auth.jwksFile.key | quote }}
 {{- end }}
+{{- with .Values.auth.proxyHeader }}
+LUMINA_JWT_PROXY_HEADER: {{ . | quote }}
+{{- end }}
 LUMINA_CLUSTER_LEASE_TTL_MS: {{ .Values.cluster.leaseTtlMs | int64 | toString | quote }}
 LUMINA_CLUSTER_DRAIN_TIMEOUT_MS: {{ mul .Values.cluster.drainTimeoutSeconds 1000 | int64 | toString | quote }}
 LUMINA_MAX_FRAME_BYTES: {{ .Values.cluster.maxFrameBytes | int64 | toString | quote }}

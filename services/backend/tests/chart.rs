@@ -2,9 +2,9 @@
 //! written against real PostgreSQL (pgvector) and Redis processes.
 //!
 //! `helm template charts/lumina` (the chart's defaults, plus the three values every install
-//! must give: issuer, audience and where the JWKS is) is converted to JSON with the PyYAML of
-//! the tool cache `scripts/validate-deploy` installs (helm has no JSON output; serde_yaml is
-//! not a workspace dependency). From each workload's container the test takes `command`,
+//! must give: issuer, audience and where the JWKS is; and the console's optional proxy
+//! header) is converted to JSON with the PyYAML of the tool cache `scripts/validate-deploy`
+//! installs (helm has no JSON output; serde_yaml is not a workspace dependency). From each workload's container the test takes `command`,
 //! `args`, `env`, `envFrom`, `workingDir` and `volumeMounts` and runs them, substituting only
 //! what a laptop cannot be: the image's binary path (→ the cargo-built `lumina-backend`),
 //! Secret references (→ this test's database and Redis URLs), ConfigMap references (→ the
@@ -99,6 +99,8 @@ fn render() -> Vec<Value> {
             "--set",
             &format!("auth.adminToken.existingSecret={ADMIN_SECRET}"),
         ])
+        // Optional, but a setting the binary must accept when the chart sets it.
+        .args(["--set", "auth.proxyHeader=X-Forwarded-Access-Token"])
         .output()
         .expect("run helm template");
     assert!(

@@ -59,6 +59,7 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("jwt_audience", Kind::Str),
     ("jwt_jwks_url", Kind::Str),
     ("jwt_jwks_file", Kind::Str),
+    ("jwt_proxy_header", Kind::Str),
     ("cluster_lease_ttl_ms", Kind::U64),
     ("cluster_drain_timeout_ms", Kind::U64),
     ("tenant_max_connections", Kind::U32),
@@ -175,6 +176,10 @@ pub(crate) const PROJECT_DENIED: &[(&str, &str)] = &[
     (
         "api_base_url",
         "a project may not choose where the user's API key is sent",
+    ),
+    (
+        "jwt_proxy_header",
+        "a project may not choose where the backend takes credentials from",
     ),
     (
         "fallback_api_base_url",

@@ -11,6 +11,7 @@ mod env;
 mod error;
 mod keys;
 mod layers;
+mod memory_models;
 mod secret;
 mod settings;
 mod trust;
@@ -20,9 +21,9 @@ pub use env::Env;
 pub use error::{Error, Result};
 pub use keys::{setting_keys, InvalidValue};
 pub use layers::{env_layer, is_memory_model_key, load, project_defaults_file};
+pub use memory_models::{MemoryEmbeddings, MemoryModels};
 pub use secret::Secret;
 pub use settings::{
-    EndpointSettings, HookEntry, Hooks, MemoryEmbeddings, MemoryModels, MissingModel,
-    ModelSettings, Permissions, Settings,
+    EndpointSettings, HookEntry, Hooks, MissingModel, ModelSettings, Permissions, Settings,
 };
 pub use trust::{hooks_fingerprint, project_hooks_trusted, trust_project_hooks, UntrustedHooks};

@@ -4,6 +4,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
+use axum::http::HeaderName;
 use lumina_config::{Secret, Settings};
 
 /// Where the JWKS comes from.
@@ -28,6 +29,9 @@ pub struct ClusterConfig {
     pub lease_ttl: Duration,
     /// How long drain waits for running turns before interrupting them.
     pub drain_timeout: Duration,
+    /// The header an authenticating reverse proxy puts the user's JWT in
+    /// (docs/console.md#sign-in); `None`: no such header is read.
+    pub jwt_proxy_header: Option<HeaderName>,
 }
 
 /// A start-up configuration error. The message names settings, never values.
@@ -95,6 +99,10 @@ impl ClusterConfig {
             .clone()
             .filter(|a| !a.trim().is_empty())
             .unwrap_or_else(|| listen_addr.to_string());
+        let jwt_proxy_header = match settings.jwt_proxy_header.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(name) => Some(proxy_header(name)?),
+        };
         Ok(ClusterConfig {
             cluster_id,
             instance_id,
@@ -107,6 +115,46 @@ impl ClusterConfig {
             jwks: jwks.unwrap_or(JwksLocation::File(String::new())),
             lease_ttl: Duration::from_millis(settings.cluster_lease_ttl_ms.clamp(1_000, 60_000)),
             drain_timeout: Duration::from_millis(settings.cluster_drain_timeout_ms),
+            jwt_proxy_header,
         })
+    }
+}
+
+/// The proxy header's name, checked: a valid header name that is not one a browser sets
+/// (or the WebSocket handshake uses) itself, so it can only come from the proxy.
+fn proxy_header(name: &str) -> Result<HeaderName, ConfigError> {
+    let invalid = |reason: &str| ConfigError::Invalid {
+        setting: "jwt_proxy_header".into(),
+        reason: reason.into(),
+    };
+    let header = HeaderName::from_bytes(name.as_bytes())
+        .map_err(|_| invalid("not an HTTP header name, e.g. X-Forwarded-Access-Token"))?;
+    let browser_set = header.as_str() == "cookie"
+        || header.as_str() == "origin"
+        || header.as_str() == "host"
+        || header.as_str().starts_with("sec-");
+    if browser_set {
+        return Err(invalid(
+            "a header the browser sets cannot carry the proxy's JWT",
+        ));
+    }
+    Ok(header)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_proxy_header_is_a_header_name_no_browser_sets() {
+        assert_eq!(
+            proxy_header("X-Forwarded-Access-Token").unwrap().as_str(),
+            "x-forwarded-access-token"
+        );
+        assert!(proxy_header("Authorization").is_ok());
+        for bad in ["not a header", "Cookie", "Sec-WebSocket-Protocol", "Origin"] {
+            let err = proxy_header(bad).unwrap_err().to_string();
+            assert!(err.contains("jwt_proxy_header"), "{bad}: {err}");
+        }
     }
 }

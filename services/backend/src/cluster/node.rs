@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use axum::http::{header::AUTHORIZATION, HeaderMap};
+use axum::http::HeaderMap;
 use lumina_auth::Authenticator;
 use lumina_cluster::{LeaseKeeper, Leases, Ownerships, Redis, Registration, Registry, RpcClient};
 use lumina_config::{AppRoot, Env};
@@ -20,6 +20,7 @@ use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::config::ClusterConfig;
+use super::profile::presented_jwt;
 use super::relay::Relay;
 use crate::limits::TenantLimits;
 use crate::metrics::Metrics;
@@ -194,13 +195,10 @@ impl Node {
             .collect()
     }
 
-    /// Verifies the bearer JWT of an upgrade request.
+    /// Verifies the bearer JWT of an upgrade request (`Authorization`, else the configured
+    /// proxy header).
     pub async fn authenticate(&self, headers: &HeaderMap) -> Option<(Identity, Option<i64>)> {
-        let value = headers.get(AUTHORIZATION)?.to_str().ok()?;
-        let token = value
-            .strip_prefix("Bearer ")
-            .or_else(|| value.strip_prefix("bearer "))?
-            .trim();
+        let token = presented_jwt(headers, self.config.jwt_proxy_header.as_ref())?;
         match self.auth.verify(token).await {
             Ok(principal) => Some((
                 Identity {

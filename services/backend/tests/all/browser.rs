@@ -4,7 +4,7 @@
 //! when it is missing.
 
 mod a11y;
-mod cdp;
+pub(crate) mod cdp;
 mod console;
 mod flows;
 mod restart;

@@ -5,6 +5,7 @@ mod auth;
 mod bench;
 mod clients;
 mod config;
+mod console;
 mod conversation;
 mod failover;
 mod memory;
