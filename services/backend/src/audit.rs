@@ -9,8 +9,6 @@ use lumina_journal::{AuditCursor, AuditQuery, AuditRecord, JournalStore};
 use lumina_protocol::methods::{AuditEntry, AuditListParams, AuditListResult, Identity};
 use lumina_protocol::{Decision, ErrorCode, ErrorObject};
 
-use crate::execute::{ok, parse, Reply};
-
 /// `audit.list`'s default page size.
 const DEFAULT_LIMIT: u32 = 100;
 /// `audit.list`'s largest page.
@@ -32,8 +30,11 @@ pub fn check_tenant(identity: &Identity, params: &serde_json::Value) -> Result<(
 }
 
 /// `audit.list` for `tenant` (the caller's; see [`check_tenant`]).
-pub async fn list(store: &dyn JournalStore, tenant: &str, params: serde_json::Value) -> Reply {
-    let p: AuditListParams = parse(params)?;
+pub async fn list(
+    store: &dyn JournalStore,
+    tenant: &str,
+    p: AuditListParams,
+) -> Result<AuditListResult, ErrorObject> {
     let after = match &p.cursor {
         Some(text) => Some(AuditCursor::parse(text).ok_or_else(|| {
             ErrorObject::new(
@@ -54,12 +55,12 @@ pub async fn list(store: &dyn JournalStore, tenant: &str, params: serde_json::Va
     let records = store
         .list_audit(tenant, &query)
         .await
-        .map_err(crate::cluster::gateway::journal_error)?;
+        .map_err(|e| lumina_runtime::Error::from(e).to_error_object())?;
     let next_cursor = (records.len() == limit)
         .then(|| records.last().map(|r| r.cursor().encode()))
         .flatten();
     let records = records.into_iter().map(entry).collect::<Result<_, _>>()?;
-    ok(AuditListResult {
+    Ok(AuditListResult {
         records,
         next_cursor,
     })
@@ -153,7 +154,7 @@ async fn export(args: ExportArgs) -> anyhow::Result<()> {
         None => {
             let env = lumina_config::Env::from_process();
             let app_root = lumina_config::AppRoot::resolve(args.app_root.as_deref(), &env)?;
-            let tenant = crate::local::LOCAL_TENANT.to_string();
+            let tenant = crate::auth::LOCAL_TENANT.to_string();
             let store =
                 lumina_journal::sqlite::SqliteJournal::open(app_root.sessions_dir(), &tenant)
                     .context("cannot open the local sessions")?;

@@ -31,12 +31,15 @@ impl LocalAuth {
     }
 }
 
+/// The local profile's one tenant (its sessions, its approvals audit).
+pub const LOCAL_TENANT: &str = "local";
+
 /// The identity of the local profile's single user: every scope.
 pub fn local_identity() -> Identity {
     use lumina_protocol::Scope;
     Identity {
         sub: "local".into(),
-        tenant: "local".into(),
+        tenant: LOCAL_TENANT.into(),
         scopes: [Scope::Read, Scope::Write, Scope::Admin]
             .iter()
             .map(|s| s.as_str().to_owned())

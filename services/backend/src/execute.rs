@@ -181,7 +181,10 @@ pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, param
             let session = runtime.session(&p.session_id).await.map_err(rt)?;
             ok(session.team_exit().await.map_err(rt)?)
         }
-        Method::AuditList => crate::audit::list(&**runtime.store(), runtime.tenant(), params).await,
+        Method::AuditList => {
+            let p: AuditListParams = parse(params)?;
+            ok(crate::audit::list(&**runtime.store(), runtime.tenant(), p).await?)
+        }
         // Answered by the connection or the instance before a runtime is involved.
         Method::Hello
         | Method::SessionResume

@@ -34,10 +34,9 @@ use crate::metrics::Metrics;
 use crate::profile::{AppState, ConsoleSignIn, Profile, Subscription};
 use crate::server;
 
-/// The local profile: one runtime, the one user's token, no other instance.
-/// The local profile's one tenant (its sessions, its approvals audit).
-pub const LOCAL_TENANT: &str = "local";
+pub use crate::auth::LOCAL_TENANT;
 
+/// The local profile: one runtime, the one user's token, no other instance.
 struct LocalProfile {
     runtime: Runtime,
     limits: Arc<TenantLimits>,

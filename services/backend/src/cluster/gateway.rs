@@ -69,7 +69,9 @@ impl Node {
     /// A read any instance answers from PostgreSQL.
     async fn read(self: &Arc<Self>, tenant: &str, method: Method, params: Value) -> Reply {
         match method {
-            Method::AuditList => crate::audit::list(&*self.store, tenant, params).await,
+            Method::AuditList => {
+                ok(crate::audit::list(&*self.store, tenant, parse(params)?).await?)
+            }
             Method::SessionList => {
                 let p: SessionListParams = parse(params)?;
                 let records = self
