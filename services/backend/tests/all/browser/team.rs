@@ -3,9 +3,11 @@
 //! leader's two hand-offs, the message `builder → qa`, both members' results with their
 //! summaries, the `qa` gate (passed, its output collapsed) and the members' statuses — each
 //! exactly once, also after a reload — and no raw tool payload. It passes axe at 1280×800
-//! and at phone width, and takes `team.png`.
+//! and at phone width, and takes `team.png`. Then the session leaves that team for one whose
+//! `transcript.show_member_dialogue` is off: its member's message is not shown.
 
-use lumina_protocol::methods::TeamEnterParams;
+use lumina_protocol::methods::{TeamEnterParams, TeamExitParams};
+use lumina_protocol::Event;
 use lumina_testkit::Turn;
 use serde_json::{json, Value};
 
@@ -126,6 +128,19 @@ async fn the_team_chat_shows_hand_offs_messages_results_gates_and_members_once()
             Turn::text("parser reviewed: all good").matching(QA),
             Turn::tool_call("team_complete", json!({"summary": "the parser is done"}))
                 .matching(LEADER),
+            // The second team, which hides messages between members.
+            Turn::tool_call(
+                "team_dispatch",
+                json!({"agent": "builder", "task": "tidy the lexer"}),
+            )
+            .matching(LEADER),
+            Turn::tool_call(
+                "team_message",
+                json!({"to": "lead", "text": "a quiet note"}),
+            )
+            .matching(BUILDER),
+            Turn::text("lexer tidied").matching(BUILDER),
+            Turn::tool_call("team_complete", json!({"summary": "tidy"})).matching(LEADER),
         ],
     )
     .await;
@@ -147,6 +162,24 @@ async fn the_team_chat_shows_hand_offs_messages_results_gates_and_members_once()
         );
         write(
             &root,
+            &format!("agents/{member}/system.md"),
+            "Do your part.\n",
+        );
+    }
+    let quiet = harness.project.join(".Lumina/TEAM/quiet");
+    write(
+        &quiet,
+        "team.yaml",
+        "name: quiet\nentry_agent: lead\nagents: [lead, builder]\ntranscript:\n  show_member_dialogue: false\n",
+    );
+    for member in ["lead", "builder"] {
+        write(
+            &quiet,
+            &format!("agents/{member}/agent.yaml"),
+            &format!("name: {member}\n"),
+        );
+        write(
+            &quiet,
             &format!("agents/{member}/system.md"),
             "Do your part.\n",
         );
@@ -188,6 +221,56 @@ async fn the_team_chat_shows_hand_offs_messages_results_gates_and_members_once()
     page.wait_for("!window.beforeReload && document.querySelector('#team-chat')")
         .await;
     assert_chat(&page).await;
+    assert!(
+        page.eval("document.querySelector('#team-dialogue-note').hidden")
+            .await
+            == json!(true)
+    );
+
+    // A team that hides member dialogue: the message is journaled but not shown.
+    let calls = client.calls();
+    calls
+        .team_exit(&TeamExitParams {
+            session_id: session.id.clone(),
+        })
+        .await
+        .unwrap();
+    calls
+        .team_enter(&TeamEnterParams {
+            session_id: session.id.clone(),
+            team: "quiet".into(),
+        })
+        .await
+        .unwrap();
+    let run = client
+        .session_submit(&submit(&session.id, "Tidy the lexer", bypass()))
+        .await
+        .unwrap();
+    until_run_end(&mut notes, &run.run_id).await;
+    page.wait_for(
+        "document.querySelectorAll('#team-chat > li[data-kind=\"completed\"]').length === 2",
+    )
+    .await;
+    assert!(lines(&page, "result").await[2].contains("lexer tidied"));
+    assert_eq!(lines(&page, "message").await.len(), 1);
+    assert!(!page.text("#team").await.contains("a quiet note"));
+    assert!(
+        page.eval("document.querySelector('#team-dialogue-note').hidden")
+            .await
+            == json!(false)
+    );
+    assert_eq!(
+        members(&page).await,
+        json!([["lead", "idle"], ["builder", "done"]])
+    );
+    let sent = client
+        .session_events(&session.id, 0, Some(1000))
+        .await
+        .unwrap()
+        .events;
+    assert!(sent
+        .iter()
+        .any(|f| matches!(&f.event, Event::TeamMessageSent(m) if m.text == "a quiet note")));
 
     browser.close().await;
     harness.stop().await;
