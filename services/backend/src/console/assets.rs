@@ -43,6 +43,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("session.js", "text/javascript; charset=utf-8"),
     asset!("timeline.js", "text/javascript; charset=utf-8"),
     asset!("panels.js", "text/javascript; charset=utf-8"),
+    asset!("team.js", "text/javascript; charset=utf-8"),
     asset!("skills.js", "text/javascript; charset=utf-8"),
 ];
 

@@ -9,6 +9,7 @@ mod console;
 mod flows;
 mod restart;
 mod skills_budgets;
+mod team;
 
 /// Where the tests put their screenshots: `$LUMINA_CONSOLE_SCREENSHOTS` (the pictures in
 /// docs/console/ are refreshed with `LUMINA_CONSOLE_SCREENSHOTS=docs/console`, a path relative

@@ -12,9 +12,9 @@ use serde_json::json;
 
 use crate::support::*;
 
-const LEADER: &str = "You lead the agent team";
+pub(crate) const LEADER: &str = "You lead the agent team";
 
-fn write(root: &std::path::Path, path: &str, text: &str) {
+pub(crate) fn write(root: &std::path::Path, path: &str, text: &str) {
     let path = root.join(path);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();

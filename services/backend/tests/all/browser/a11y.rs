@@ -1,7 +1,9 @@
 //! axe-core (npm, run inside the browser) reports no serious or critical violation on any
 //! console page: sign-in, sessions, a session with answers, tool calls and changed files
 //! (and the goal form with its budget fields), the approval dialog, the same at phone width,
-//! the skills page. It then archives the session from the list.
+//! the skills page. It then archives the session from the list. The team chat is checked the
+//! same way (`assert_team_chat_accessible`) by `browser::team`, on the page its team run
+//! filled.
 
 use lumina_protocol::methods::Empty;
 use lumina_testkit::Turn;
@@ -17,6 +19,19 @@ async fn assert_accessible(page: &Page<'_>, what: &str) {
         "{what}: serious or critical accessibility violations:\n{}",
         violations.join("\n")
     );
+}
+
+/// The team chat (filled by a team run, `browser::team`) with every gate output open, at
+/// 1280×800 and at phone width.
+pub(super) async fn assert_team_chat_accessible(page: &Page<'_>) {
+    page.eval("document.querySelectorAll('#team details').forEach(d => d.open = true)")
+        .await;
+    assert_accessible(page, "team chat").await;
+    page.viewport(390, 844, true).await;
+    assert_accessible(page, "team chat at phone width").await;
+    page.viewport(1280, 800, false).await;
+    page.eval("document.querySelectorAll('#team details').forEach(d => d.open = false)")
+        .await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
