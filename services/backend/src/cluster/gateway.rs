@@ -33,6 +33,9 @@ const RETRY_PAUSE: Duration = Duration::from_millis(50);
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Forwarded {
     pub tenant: String,
+    /// The caller's subject, for the approvals audit (absent from older instances).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub: Option<String>,
     pub method: String,
     pub params: Value,
 }
@@ -55,10 +58,11 @@ impl Node {
         params: Value,
     ) -> Reply {
         let tenant = identity.tenant.as_str();
+        let sub = Some(identity.sub.as_str());
         match method.route() {
-            Route::Any => self.execute_local(tenant, method, params).await,
-            Route::Store => self.read(tenant, method, params).await,
-            Route::Owner => self.on_owner(tenant, method, params).await,
+            Route::Any => self.execute_local(tenant, sub, method, params).await,
+            Route::Store => self.read(tenant, sub, method, params).await,
+            Route::Owner => self.on_owner(tenant, sub, method, params).await,
             Route::Connection | Route::Instance => Err(ErrorObject::new(
                 ErrorCode::Internal,
                 format!("`{method}` is not a session method"),
@@ -67,7 +71,13 @@ impl Node {
     }
 
     /// A read any instance answers from PostgreSQL.
-    async fn read(self: &Arc<Self>, tenant: &str, method: Method, params: Value) -> Reply {
+    async fn read(
+        self: &Arc<Self>,
+        tenant: &str,
+        sub: Option<&str>,
+        method: Method,
+        params: Value,
+    ) -> Reply {
         match method {
             Method::AuditList => {
                 ok(crate::audit::list(&*self.store, tenant, parse(params)?).await?)
@@ -122,12 +132,18 @@ impl Node {
                 })
             }
             // A store read without a reader here is still answered right by the owner.
-            _ => self.on_owner(tenant, method, params).await,
+            _ => self.on_owner(tenant, sub, method, params).await,
         }
     }
 
     /// A method of one session, on its owner.
-    async fn on_owner(self: &Arc<Self>, tenant: &str, method: Method, params: Value) -> Reply {
+    async fn on_owner(
+        self: &Arc<Self>,
+        tenant: &str,
+        sub: Option<&str>,
+        method: Method,
+        params: Value,
+    ) -> Reply {
         let session_id = params
             .get("session_id")
             .and_then(|v| v.as_str())
@@ -139,7 +155,7 @@ impl Node {
             })?
             .to_string();
         self.require_session(tenant, &session_id).await?;
-        self.forward_to_owner(tenant, &session_id, method, params)
+        self.forward_to_owner(tenant, sub, &session_id, method, params)
             .await
     }
 
@@ -167,6 +183,7 @@ impl Node {
     async fn forward_to_owner(
         self: &Arc<Self>,
         tenant: &str,
+        sub: Option<&str>,
         session_id: &str,
         method: Method,
         params: Value,
@@ -177,17 +194,22 @@ impl Node {
             let owner = self.leases.owner(&key).await.map_err(cluster_error)?;
             let attempt = match owner {
                 Some((owner, _)) if owner == self.instance_id() => {
-                    self.execute_local(tenant, method, params.clone()).await
+                    self.execute_local(tenant, sub, method, params.clone())
+                        .await
                 }
                 Some((owner, _)) => {
-                    self.call_live_owner(&key, &owner, tenant, method, params.clone())
+                    self.call_live_owner(&key, &owner, tenant, sub, method, params.clone())
                         .await
                 }
                 None if !self.is_draining() => {
-                    self.execute_local(tenant, method, params.clone()).await
+                    self.execute_local(tenant, sub, method, params.clone())
+                        .await
                 }
                 None => match self.pick_peer().await {
-                    Some(peer) => self.call_owner(&peer, tenant, method, params.clone()).await,
+                    Some(peer) => {
+                        self.call_owner(&peer, tenant, sub, method, params.clone())
+                            .await
+                    }
                     None => Err(ErrorObject::new(
                         ErrorCode::Draining,
                         "no instance can take the session now",
@@ -215,10 +237,11 @@ impl Node {
         key: &str,
         owner: &str,
         tenant: &str,
+        sub: Option<&str>,
         method: Method,
         params: Value,
     ) -> Reply {
-        let call = self.call_owner(owner, tenant, method, params);
+        let call = self.call_owner(owner, tenant, sub, method, params);
         tokio::pin!(call);
         let mut check = tokio::time::interval(OWNER_CHECK);
         check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -243,20 +266,33 @@ impl Node {
         }
     }
 
-    async fn execute_local(&self, tenant: &str, method: Method, params: Value) -> Reply {
+    async fn execute_local(
+        &self,
+        tenant: &str,
+        sub: Option<&str>,
+        method: Method,
+        params: Value,
+    ) -> Reply {
         let owner = Owner {
             instance_id: self.instance_id(),
             draining: self.is_draining(),
             limits: &self.limits,
-            // Forwarded calls do not carry the caller's subject yet (docs/audit.md).
-            caller_sub: None,
+            caller_sub: sub,
         };
         execute(&self.runtime(tenant), &owner, method, params).await
     }
 
-    async fn call_owner(&self, owner: &str, tenant: &str, method: Method, params: Value) -> Reply {
+    async fn call_owner(
+        &self,
+        owner: &str,
+        tenant: &str,
+        sub: Option<&str>,
+        method: Method,
+        params: Value,
+    ) -> Reply {
         let payload = to_value(Forwarded {
             tenant: tenant.to_string(),
+            sub: sub.map(str::to_owned),
             method: method.name().to_string(),
             params,
         })?;
@@ -347,7 +383,12 @@ impl Node {
             ));
         };
         match self
-            .execute_local(&forwarded.tenant, method, forwarded.params)
+            .execute_local(
+                &forwarded.tenant,
+                forwarded.sub.as_deref(),
+                method,
+                forwarded.params,
+            )
             .await
         {
             Ok(v) => ForwardReply::Ok(v),
