@@ -270,10 +270,13 @@ async fn a_redis_restart_loses_nothing() {
         }
     };
     let seen = crate::support::events(&until_run_end(&mut a_notes, &run.run_id).await);
-    assert!(matches!(
-        seen.last().unwrap().event,
-        Event::RunCompleted { .. }
-    ));
+    assert!(
+        matches!(seen.last().unwrap().event, Event::RunCompleted { .. }),
+        "the run after the Redis restart ended with {:?}\ninstance 0:\n{}\ninstance 1:\n{}",
+        seen.last().map(|f| &f.event),
+        cluster.log(0),
+        cluster.log(1)
+    );
     let after = all_events(&a, &session).await;
     assert_contiguous(&after);
     assert_eq!(&after[..before.len()], &before[..]);
