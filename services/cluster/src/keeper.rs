@@ -25,7 +25,9 @@ use crate::error::{ClusterError, Result};
 use crate::lease::{Holder, Lease, Leases};
 use crate::registry::{Liveness, Registration};
 
-/// Holds an instance's leases and reports lost ones (by session key) on a channel.
+/// Holds an instance's leases and reports lost ones on a channel. A report carries the lost
+/// lease itself (its fence), so the receiver can tell it from a newer lease of the same
+/// session taken since: a loss noticed late must never stop the new owner's work.
 /// Cheap to clone; the background task stops when the last clone is dropped.
 #[derive(Clone)]
 pub struct LeaseKeeper {
@@ -46,7 +48,7 @@ struct State {
     instance_id: String,
     liveness: watch::Receiver<Liveness>,
     held: Mutex<HashMap<String, Lease>>,
-    lost: mpsc::UnboundedSender<String>,
+    lost: mpsc::UnboundedSender<Lease>,
     /// Heartbeat confirmations seen, for the `leases renewed` metric.
     confirmations: AtomicU64,
 }
@@ -57,12 +59,12 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 impl LeaseKeeper {
-    /// Starts the keeper of `registration`'s instance; the receiver yields the session key
-    /// of every lease lost.
+    /// Starts the keeper of `registration`'s instance; the receiver yields every lease
+    /// lost (already removed from the held set).
     pub fn start(
         leases: Leases,
         registration: &Registration,
-    ) -> (LeaseKeeper, mpsc::UnboundedReceiver<String>) {
+    ) -> (LeaseKeeper, mpsc::UnboundedReceiver<Lease>) {
         let (lost, lost_rx) = mpsc::unbounded_channel();
         let state = Arc::new(State {
             leases,
@@ -229,5 +231,5 @@ fn report_lost(state: &State, lease: &Lease, reason: &'static str) {
         "lease lost"
     );
     // Nobody listening means nobody to stop; the lease is gone from the held set either way.
-    let _ = state.lost.send(lease.session_key.clone());
+    let _ = state.lost.send(lease.clone());
 }

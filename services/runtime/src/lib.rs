@@ -59,6 +59,14 @@ pub trait Ownership: Send + Sync + 'static {
 
     /// Called when the runtime stops writing a session (eviction, archive).
     async fn release(&self, _session_id: &str) {}
+
+    /// Whether ownership taken with `fence` is still held now (checked, without I/O,
+    /// before an open session is used again). `false` makes the runtime drop the open
+    /// session and acquire afresh: a lease lost and not yet acted on must not let the
+    /// next request run on the old owner state.
+    fn holds(&self, _session_id: &str, _fence: Fence) -> bool {
+        true
+    }
 }
 
 /// The local profile's in-process lease: always held, one constant fence.
@@ -259,41 +267,48 @@ impl Runtime {
         Ok(())
     }
 
-    /// `team.list`: the user's and built-in teams, and the project's of `session_id`.
+    /// The project a listing is for: the session's, else `project_root` (an existing
+    /// directory), else none.
+    async fn listing_project(
+        &self,
+        session_id: Option<&str>,
+        project_root: Option<&str>,
+    ) -> Result<Option<PathBuf>> {
+        match (session_id, project_root) {
+            (Some(id), _) => self
+                .store
+                .session(&self.options.tenant, id)
+                .await?
+                .map(|r| Some(PathBuf::from(r.project_root)))
+                .ok_or_else(|| Error::SessionNotFound(id.to_string())),
+            (None, Some(root)) => canonical_dir(Path::new(root)).map(Some),
+            (None, None) => Ok(None),
+        }
+    }
+
+    /// `team.list`: the user's and built-in teams, and the project's (of `session_id`, else
+    /// `project_root`).
     pub async fn list_teams(
         &self,
         session_id: Option<&str>,
+        project_root: Option<&str>,
     ) -> Result<lumina_protocol::methods::TeamListResult> {
-        let project = match session_id {
-            Some(id) => Some(
-                self.store
-                    .session(&self.options.tenant, id)
-                    .await?
-                    .map(|r| PathBuf::from(r.project_root))
-                    .ok_or_else(|| Error::SessionNotFound(id.to_string()))?,
-            ),
-            None => None,
-        };
+        let project = self.listing_project(session_id, project_root).await?;
         Ok(team::list_teams(&self.options.app_root, project.as_deref()))
     }
 
-    /// `skill.list`: the user's and built-in skills, and the project's of `session_id`
-    /// (the discovery a run of that session does).
+    /// `skill.list`: the user's and built-in skills, and the project's (of `session_id`,
+    /// else `project_root`): the discovery a run in that project does.
     pub async fn list_skills(
         &self,
         session_id: Option<&str>,
+        project_root: Option<&str>,
     ) -> Result<lumina_protocol::methods::SkillListResult> {
         use lumina_protocol::methods::{SkillInfo, SkillListResult};
         use lumina_skills::{SkillCatalog, SkillLocation};
         let app = &self.options.app_root;
         let mut locations = Vec::new();
-        if let Some(id) = session_id {
-            let project = self
-                .store
-                .session(&self.options.tenant, id)
-                .await?
-                .map(|r| PathBuf::from(r.project_root))
-                .ok_or_else(|| Error::SessionNotFound(id.to_string()))?;
+        if let Some(project) = self.listing_project(session_id, project_root).await? {
             locations.push((SkillLocation::Project, project.join("skills")));
             locations.push((
                 SkillLocation::ProjectPrivate,
@@ -347,14 +362,20 @@ impl Runtime {
     pub async fn session(&self, session_id: &str) -> Result<Arc<Session>> {
         let mut sessions = self.sessions.lock().await;
         if let Some(session) = sessions.get(session_id) {
-            if !session.is_fenced() {
+            let fenced = session.is_fenced();
+            if !fenced && self.ownership.holds(session_id, session.journal().fence()) {
                 return Ok(session.clone());
             }
+            // Fenced out, or its lease was lost (the loss may not have been acted on yet):
+            // stop the old owner state before taking the session again.
+            session.mark_fenced();
             session.cancel_all();
             sessions.remove(session_id);
-            // A newer owner's fence refused our writes: whatever lease we still believe we
-            // hold is stale, so let go of it before asking again.
-            self.ownership.release(session_id).await;
+            if fenced {
+                // A newer owner's fence refused our writes: whatever lease we still believe
+                // we hold is stale, so let go of it before asking again.
+                self.ownership.release(session_id).await;
+            }
         }
         let key = self.key(session_id);
         let record = self
@@ -420,8 +441,22 @@ impl Runtime {
     /// Stops writing a session at once: cancels its run and forgets its in-memory state
     /// (a lost lease, or a hand-over during drain). Returns whether it was open.
     pub async fn evict(&self, session_id: &str) -> bool {
-        let removed = self.sessions.lock().await.remove(session_id);
-        match removed {
+        self.evict_fenced_at(session_id, Fence::MAX).await
+    }
+
+    /// Stops writing a session like [`Runtime::evict`], but only while it is open with a
+    /// fence no newer than `fence`: the loss of an old lease, noticed late, must not stop
+    /// the work of a session taken again since (with a higher fence). Returns whether it
+    /// was evicted.
+    pub async fn evict_fenced_at(&self, session_id: &str, fence: Fence) -> bool {
+        let mut sessions = self.sessions.lock().await;
+        let stale = sessions
+            .get(session_id)
+            .is_some_and(|session| session.journal().fence() <= fence);
+        if !stale {
+            return false;
+        }
+        match sessions.remove(session_id) {
             Some(session) => {
                 session.mark_fenced();
                 session.cancel_all();

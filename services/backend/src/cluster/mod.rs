@@ -204,8 +204,8 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
     // Lost leases stop work at once.
     let lost_node = node.clone();
     tasks.push(tokio::spawn(async move {
-        while let Some(key) = lost.recv().await {
-            lost_node.lease_lost(&key).await;
+        while let Some(lease) = lost.recv().await {
+            lost_node.lease_lost(&lease).await;
         }
     }));
     // Sessions of dead instances are taken over promptly.

@@ -9,7 +9,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use axum::http::HeaderMap;
 use lumina_auth::Authenticator;
-use lumina_cluster::{LeaseKeeper, Leases, Ownerships, Redis, Registration, Registry, RpcClient};
+use lumina_cluster::{
+    Lease, LeaseKeeper, Leases, Ownerships, Redis, Registration, Registry, RpcClient,
+};
 use lumina_config::{AppRoot, Env};
 use lumina_journal::postgres::PgJournal;
 use lumina_journal::{Fence, JournalStore, SessionKey};
@@ -301,18 +303,37 @@ impl Node {
     }
 
     /// A lease was lost: stop all work on the session at once (the Redis bookkeeping after,
-    /// so an unreachable Redis cannot delay the eviction).
-    pub async fn lease_lost(&self, key: &str) {
-        self.keeper.forget(key);
+    /// so an unreachable Redis cannot delay the eviction). The keeper already stopped
+    /// holding it. A loss reported late — after the session was taken again with a newer
+    /// fence (a Redis restart: the old lease is noticed lost while the next request already
+    /// re-claimed the session) — stops nothing: only a session still open with the lost
+    /// fence (or an older one) is evicted, and a newer lease stays held.
+    pub async fn lease_lost(&self, lost: &Lease) {
+        let key = lost.session_key.as_str();
+        let newer = self
+            .keeper
+            .lease(key)
+            .filter(|held| held.fence > lost.fence)
+            .map(|held| held.fence);
+        if let Some(held) = newer {
+            tracing::info!(session = %key, lost = lost.fence, held, "a lost lease was superseded already; nothing to stop");
+            self.metrics.leases_lost.inc();
+            return;
+        }
         if let Some((tenant, session_id)) = key.split_once('/') {
-            let evicted = self.runtime(tenant).evict(session_id).await;
-            tracing::warn!(session = %key, evicted, "lease lost; stopped work on the session");
+            let evicted = self
+                .runtime(tenant)
+                .evict_fenced_at(session_id, lost.fence)
+                .await;
+            tracing::warn!(session = %key, fence = lost.fence, evicted, "lease lost; stopped work on the session");
         }
         self.metrics.leases_lost.inc();
         self.metrics
             .sessions_owned
             .set(self.keeper.held().len() as i64);
-        let _ = self.ownerships.forget(self.instance_id(), key).await;
+        if self.keeper.lease(key).is_none() {
+            let _ = self.ownerships.forget(self.instance_id(), key).await;
+        }
     }
 
     /// Takes over the sessions of instances that died (left the registry without draining):
@@ -510,6 +531,14 @@ impl Ownership for LeaseOwnership {
             .upgrade()
             .ok_or_else(|| lumina_runtime::Error::Unavailable("instance stopping".into()))?;
         node.acquire(&self.tenant, session_id).await
+    }
+
+    fn holds(&self, session_id: &str, fence: Fence) -> bool {
+        self.node.upgrade().is_some_and(|node| {
+            node.keeper
+                .lease(&session_key(&self.tenant, session_id))
+                .is_some_and(|lease| lease.fence == fence)
+        })
     }
 
     async fn release(&self, session_id: &str) {

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use lumina_cluster::{ClusterError, LeaseKeeper, Leases, Registration, Registry};
+use lumina_cluster::{ClusterError, Lease, LeaseKeeper, Leases, Registration, Registry};
 use pretty_assertions::assert_eq;
 use tokio::time::{timeout, Instant};
 
@@ -16,7 +16,7 @@ async fn instance(
 ) -> (
     Registration,
     LeaseKeeper,
-    tokio::sync::mpsc::UnboundedReceiver<String>,
+    tokio::sync::mpsc::UnboundedReceiver<Lease>,
 ) {
     let registration = Registry::new(redis.clone())
         .register(id, "addr", Duration::from_millis(ttl_ms))
@@ -91,11 +91,13 @@ async fn reports_every_lease_when_the_entry_lapsed_and_a_new_incarnation_registe
         timeout(Duration::from_secs(3), lost.recv())
             .await
             .unwrap()
-            .unwrap(),
+            .unwrap()
+            .session_key,
         timeout(Duration::from_secs(1), lost.recv())
             .await
             .unwrap()
-            .unwrap(),
+            .unwrap()
+            .session_key,
     ];
     reported.sort();
     assert_eq!(reported, vec!["other".to_owned(), "s".to_owned()]);
@@ -121,7 +123,7 @@ async fn reports_lost_leases_when_redis_is_gone_past_the_ttl() {
     let (mut server, redis) = start().await;
     let leases = Leases::new(redis.clone());
     let (_a, keeper, mut lost) = instance(&redis, "a", 1000).await;
-    take(&leases, &keeper, "s").await;
+    let fence = take(&leases, &keeper, "s").await;
     tokio::time::sleep(Duration::from_millis(400)).await;
 
     server.stop();
@@ -130,7 +132,9 @@ async fn reports_lost_leases_when_redis_is_gone_past_the_ttl() {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(session, "s");
+    // The report names the lease lost, fence included: a receiver can tell it from a
+    // newer lease of the same session taken meanwhile.
+    assert_eq!((session.session_key.as_str(), session.fence), ("s", fence));
     // Due at the last confirmed heartbeat + TTL - 10 % (≤ 900 ms after the stop); the slack
     // is for a loaded machine. The exact bound is the synchronous local check, see the
     // paused-process test.
@@ -166,7 +170,7 @@ fn a_process_paused_past_its_ttl_never_believes_it_still_holds_the_lease() {
             .await
             .unwrap()
             .unwrap();
-        assert_eq!(session, "s");
+        assert_eq!(session.session_key, "s");
     });
 }
 

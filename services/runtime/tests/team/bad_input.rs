@@ -21,7 +21,7 @@ async fn an_unknown_team_is_not_found() {
     assert_eq!(err.to_error_object().code, ErrorCode::InvalidParams);
     // Leaving no team is fine; the team list has the built-ins.
     assert_eq!(session.team_exit().await.unwrap().team_run_id, None);
-    let listed = runtime.list_teams(Some(session.id())).await.unwrap();
+    let listed = runtime.list_teams(Some(session.id()), None).await.unwrap();
     let names: Vec<&str> = listed.teams.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, vec!["deep-research", "product-development"]);
 }
