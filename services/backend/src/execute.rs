@@ -156,14 +156,14 @@ pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, param
         Method::TeamList => {
             let p: TeamListParams = parse(params)?;
             ok(runtime
-                .list_teams(p.session_id.as_deref())
+                .list_teams(p.session_id.as_deref(), p.project_root.as_deref())
                 .await
                 .map_err(rt)?)
         }
         Method::SkillList => {
             let p: SkillListParams = parse(params)?;
             ok(runtime
-                .list_skills(p.session_id.as_deref())
+                .list_skills(p.session_id.as_deref(), p.project_root.as_deref())
                 .await
                 .map_err(rt)?)
         }

@@ -17,11 +17,15 @@ pub enum SkillSource {
     Builtin,
 }
 
-/// `skill.list` params: with a session, its project's skills are included.
+/// `skill.list` params: with a session, its project's skills are included; without one, those
+/// of `project_root` (a client that has not opened a session yet knows its project).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct SkillListParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The project directory, used only without `session_id` (a session's own project wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_root: Option<String>,
 }
 
 /// One skill that a prompt can invoke as `/name`.

@@ -207,11 +207,15 @@ pub struct TeamInfo {
     pub error: Option<String>,
 }
 
-/// `team.list` params: with a session, its project's teams are included.
+/// `team.list` params: with a session, its project's teams are included; without one, those
+/// of `project_root` (a client that has not opened a session yet knows its project).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct TeamListParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session_id: Option<String>,
+    /// The project directory, used only without `session_id` (a session's own project wins).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project_root: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -137,6 +137,7 @@ async fn skill_list_shows_the_skills_a_session_can_invoke() {
         .calls()
         .skill_list(&SkillListParams {
             session_id: Some(session.id.clone()),
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -152,10 +153,34 @@ async fn skill_list_shows_the_skills_a_session_can_invoke() {
         }
     );
 
+    // Before a session is open, the project is named by its root: the same listing.
+    let by_root = client
+        .calls()
+        .skill_list(&SkillListParams {
+            project_root: Some(h.path("").display().to_string()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(by_root, project);
+    let not_a_dir = client
+        .calls()
+        .skill_list(&SkillListParams {
+            project_root: Some(h.path("no-such-dir").display().to_string()),
+            ..Default::default()
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        not_a_dir.server_error().map(|e| e.code),
+        Some(ErrorCode::InvalidParams)
+    );
+
     let missing = client
         .calls()
         .skill_list(&SkillListParams {
             session_id: Some("nope".into()),
+            ..Default::default()
         })
         .await
         .unwrap_err();

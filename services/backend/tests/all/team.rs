@@ -66,9 +66,19 @@ async fn team_methods_and_a_team_run_end_to_end() {
     let listed = calls.team_list(&TeamListParams::default()).await.unwrap();
     let names: Vec<&str> = listed.teams.iter().map(|t| t.name.as_str()).collect();
     assert_eq!(names, vec!["deep-research", "product-development"]);
+    // Before a session is open, the project is named by its root.
+    let by_root = calls
+        .team_list(&TeamListParams {
+            project_root: Some(h.project.display().to_string()),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    assert!(by_root.teams.iter().any(|t| t.name == "duo"), "{by_root:?}");
     let listed = calls
         .team_list(&TeamListParams {
             session_id: Some(session.id.clone()),
+            ..Default::default()
         })
         .await
         .unwrap();

@@ -107,6 +107,7 @@ async fn the_skills_page_lists_skills_and_a_goal_runs_within_its_budgets() {
         .calls()
         .skill_list(&SkillListParams {
             session_id: Some(session.id.clone()),
+            ..Default::default()
         })
         .await
         .unwrap();
@@ -117,6 +118,7 @@ async fn the_skills_page_lists_skills_and_a_goal_runs_within_its_budgets() {
         .calls()
         .skill_list(&SkillListParams {
             session_id: Some("no-such-session".into()),
+            ..Default::default()
         })
         .await
         .unwrap_err();

@@ -7,12 +7,15 @@ use crate::ui::app::ConnEvent;
 
 impl Conn {
     pub(super) async fn skill_list(&mut self) -> Result<(), Lost> {
+        // The project's skills come with the session's project, or before a session is
+        // open with the project this UI was started in.
         let params = SkillListParams {
             session_id: self.session.as_ref().map(|s| s.id.clone()),
+            project_root: Some(self.project_root.clone()),
         };
         match self.client.calls().skill_list(&params).await {
             Ok(list) => {
-                let notice = skills_notice(&list, self.session.is_some());
+                let notice = skills_notice(&list);
                 self.send(ConnEvent::Notice(notice));
                 Ok(())
             }
@@ -32,13 +35,12 @@ fn source_name(source: SkillSource) -> &'static str {
 }
 
 /// One line per skill (name, description, where it is defined and what it hides), then the
-/// skipped skill files with their reasons. Without an open session the backend knows no
-/// project, so only user and built-in skills are listed, and the notice says so.
-fn skills_notice(list: &SkillListResult, with_project: bool) -> String {
-    let mut text = match (list.skills.is_empty(), with_project) {
-        (true, true) => String::from("no skills (put one in skills/NAME/SKILL.md of the project)"),
-        (true, false) => String::from("no user or built-in skills"),
-        (false, _) => String::from("skills (/NAME ARGS runs one):"),
+/// skipped skill files with their reasons.
+fn skills_notice(list: &SkillListResult) -> String {
+    let mut text = if list.skills.is_empty() {
+        String::from("no skills (put one in skills/NAME/SKILL.md of the project)")
+    } else {
+        String::from("skills (/NAME ARGS runs one):")
     };
     for skill in &list.skills {
         text.push_str(&format!("\n  /{}", skill.name));
@@ -53,11 +55,6 @@ fn skills_notice(list: &SkillListResult, with_project: bool) -> String {
     }
     for error in &list.errors {
         text.push_str(&format!("\n  skipped: {error}"));
-    }
-    if !with_project {
-        text.push_str(
-            "\n  (the project's own skills are listed once a session is open: send a prompt first)",
-        );
     }
     text
 }
@@ -89,18 +86,13 @@ mod tests {
             errors: vec!["skills/bad/SKILL.md: no front matter".into()],
         };
         assert_eq!(
-            skills_notice(&list, true),
+            skills_notice(&list),
             "skills (/NAME ARGS runs one):\n  /deploy — Ship the service (project; hides 1 of the \
              same name)\n  /review (built-in)\n  skipped: skills/bad/SKILL.md: no front matter"
         );
         assert_eq!(
-            skills_notice(&SkillListResult::default(), true),
+            skills_notice(&SkillListResult::default()),
             "no skills (put one in skills/NAME/SKILL.md of the project)"
-        );
-        assert_eq!(
-            skills_notice(&SkillListResult::default(), false),
-            "no user or built-in skills\n  (the project's own skills are listed once a session \
-             is open: send a prompt first)"
         );
     }
 }

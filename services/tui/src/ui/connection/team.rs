@@ -11,8 +11,11 @@ use crate::ui::app::{ConnEvent, TeamTask};
 
 impl Conn {
     pub(super) async fn team_list(&mut self) -> Result<(), Lost> {
+        // The project's teams come with the session's project, or before a session is open
+        // with the project this UI was started in.
         let params = TeamListParams {
             session_id: self.session.as_ref().map(|s| s.id.clone()),
+            project_root: Some(self.project_root.clone()),
         };
         match self.client.calls().team_list(&params).await {
             Ok(list) => {
