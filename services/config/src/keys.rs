@@ -67,6 +67,7 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("tenant_max_concurrent_runs", Kind::U32),
     ("memory_fabric_store", Kind::Str),
     ("web_search_url", Kind::Str),
+    ("browser_executable", Kind::Str),
     ("hooks", Kind::Hooks),
     ("subagent_max_parallel", Kind::U32),
     ("subagent_max_depth", Kind::U32),
@@ -188,6 +189,10 @@ pub(crate) const PROJECT_DENIED: &[(&str, &str)] = &[
     (
         "web_search_url",
         "a project may not choose where the user's searches are sent",
+    ),
+    (
+        "browser_executable",
+        "a project may not choose which program the browser tools run",
     ),
     (
         "shell_confinement",

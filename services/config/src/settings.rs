@@ -186,6 +186,10 @@ pub struct Settings {
     /// Base URL of a SearxNG-compatible search endpoint for `web_search`
     /// (`GET {url}/search?q=…&format=json`). Default: none (`web_search` reports that).
     pub web_search_url: Option<String>,
+    /// The Chromium (or Chrome) binary the browser tools start (docs/browser.md). Not
+    /// settable by project defaults. Default: none (`chromium`, `chromium-browser`,
+    /// `google-chrome` or `google-chrome-stable` on `PATH`).
+    pub browser_executable: Option<String>,
     /// Commands run on session start, prompt submit, before and after tool calls and when a
     /// run stops. Default: none.
     pub hooks: Hooks,
@@ -293,6 +297,7 @@ impl Default for Settings {
             tenant_max_concurrent_runs: 0,
             memory_fabric_store: None,
             web_search_url: None,
+            browser_executable: None,
             hooks: Hooks::default(),
             subagent_max_parallel: 4,
             subagent_max_depth: 2,
@@ -365,6 +370,7 @@ impl std::fmt::Debug for Settings {
             )
             .field("memory_fabric_store", &self.memory_fabric_store)
             .field("web_search_url", &self.web_search_url)
+            .field("browser_executable", &self.browser_executable)
             .field("hooks", &self.hooks)
             .field("subagent_max_parallel", &self.subagent_max_parallel)
             .field("subagent_max_depth", &self.subagent_max_depth)

@@ -83,6 +83,8 @@ pub struct RunSettings {
     pub shell_max_timeout_ms: u64,
     pub output_cap_bytes: usize,
     pub web_search_url: Option<String>,
+    /// `browser_executable`: the Chromium the browser tools start.
+    pub browser_executable: Option<std::path::PathBuf>,
     /// The `shell` tool's sandbox (docs/sandbox.md).
     pub shell: ShellConfinement,
     pub hooks: HookSet,
@@ -123,6 +125,11 @@ impl RunSettings {
             overrides,
             history_from_seq,
             web_search_url: settings.web_search_url.clone(),
+            browser_executable: settings
+                .browser_executable
+                .as_deref()
+                .filter(|p| !p.trim().is_empty())
+                .map(std::path::PathBuf::from),
             shell: shell_confinement(&settings, app_root),
             hooks,
             hook_problems,

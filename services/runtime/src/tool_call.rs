@@ -421,5 +421,6 @@ pub(crate) fn tool_context(
         output_cap_bytes: settings.output_cap_bytes,
         web_search_url: settings.web_search_url.clone(),
         shell: settings.shell.clone(),
+        browser_executable: settings.browser_executable.clone(),
     }
 }

@@ -4,7 +4,8 @@
 //! first. A tool does confine itself to the project root ([`paths`]).
 //!
 //! - [`builtin`]: `read_file`, `write_file`, `edit_file`, `list_dir`, `glob`, `grep`, `shell`,
-//!   `todo_write`, `web_fetch` (public addresses only), `web_search` (SearxNG JSON), and
+//!   `todo_write`, `web_fetch` (public addresses only), `web_search` (SearxNG JSON), the
+//!   `browser_*` tools (headless Chromium through `lumina-browser`, docs/browser.md), and
 //!   [`builtin_registry`] with all of them.
 //! - [`permission`]: modes, allow/deny rules, session grants, [`permission::args_hash`].
 //! - [`paths`]: resolution of path arguments inside the project root.
@@ -40,6 +41,9 @@ pub struct ToolContext {
     pub web_search_url: Option<String>,
     /// How `shell` confines its commands (docs/sandbox.md).
     pub shell: ShellConfinement,
+    /// The `browser_executable` setting: the Chromium the browser tools start (none:
+    /// `chromium` and its usual names on `PATH`).
+    pub browser_executable: Option<PathBuf>,
 }
 
 /// Whether `shell` confines its commands (the `shell_confinement` setting, resolved for the
@@ -109,6 +113,7 @@ impl ToolContext {
             output_cap_bytes: Self::DEFAULT_OUTPUT_CAP_BYTES,
             web_search_url: None,
             shell: ShellConfinement::default(),
+            browser_executable: None,
         }
     }
 }
@@ -171,6 +176,10 @@ pub trait Tool: Send + Sync + 'static {
     async fn preview(&self, _ctx: &ToolContext, _args: &Value) -> Option<String> {
         None
     }
+
+    /// A top-level run of `session_id` ended: release what the tool kept for it (the
+    /// browser tools close the session's browser and delete its profile). Must not block.
+    fn run_ended(&self, _session_id: &str) {}
 }
 
 /// The set of tools a session offers, by name.
@@ -200,6 +209,13 @@ impl ToolRegistry {
 
     pub fn descriptors(&self) -> Vec<ToolDescriptor> {
         self.tools.iter().map(|t| t.descriptor()).collect()
+    }
+
+    /// Tells every tool that a top-level run of `session_id` ended ([`Tool::run_ended`]).
+    pub fn run_ended(&self, session_id: &str) {
+        for tool in &self.tools {
+            tool.run_ended(session_id);
+        }
     }
 
     /// Tool names in registration order.

@@ -1,5 +1,5 @@
-//! `hooks` and `web_search_url`: hook lists add up across layers, bad entries are named,
-//! and a project cannot redirect searches.
+//! `hooks`, `web_search_url` and `browser_executable`: hook lists add up across layers, bad
+//! entries are named, and a project can neither redirect searches nor choose the browser.
 
 use lumina_config::{Error, HookEntry};
 use pretty_assertions::assert_eq;
@@ -100,6 +100,36 @@ fn web_search_url_comes_from_the_user_not_the_project() {
             .any(|w| w.contains("`web_search_url`")),
         "{:?}",
         settings.warnings
+    );
+}
+
+#[test]
+fn browser_executable_comes_from_the_user_or_env_not_the_project() {
+    let fx = Fixture::new();
+    fx.user(json!({"browser_executable": "/usr/bin/chromium"}))
+        .project_defaults(json!({"browser_executable": "./evil.sh"}));
+    let settings = fx.load(&[], json!({})).unwrap();
+    assert_eq!(
+        settings.browser_executable.as_deref(),
+        Some("/usr/bin/chromium")
+    );
+    assert!(
+        settings
+            .warnings
+            .iter()
+            .any(|w| w.contains("`browser_executable`")),
+        "{:?}",
+        settings.warnings
+    );
+    let from_env = fx
+        .load(
+            &[("LUMINA_BROWSER_EXECUTABLE", "/opt/chrome/chrome")],
+            json!({}),
+        )
+        .unwrap();
+    assert_eq!(
+        from_env.browser_executable.as_deref(),
+        Some("/opt/chrome/chrome")
     );
 }
 

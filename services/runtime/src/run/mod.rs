@@ -137,6 +137,10 @@ impl RunContext {
 /// more it may write); a store that cannot be reached delays its end until it can be
 /// journaled (`journal_end`).
 pub(crate) async fn execute(mut ctx: RunContext) -> Option<RunContext> {
+    let _run_end = ctx.is_main().then(|| RunEnd {
+        tools: ctx.session.tools().clone(),
+        session_id: ctx.session.id().to_string(),
+    });
     let mut steps = 0;
     let mut last_text = String::new();
     // A session in a team: this run is the leader's.
@@ -255,6 +259,19 @@ pub(crate) async fn execute(mut ctx: RunContext) -> Option<RunContext> {
         let next = ctx.session.start_next_locked(&ctx.run_id).await;
         drop(turn);
         return next;
+    }
+}
+
+/// Tells the session's tools that its top-level run ended, however [`execute`] returns
+/// (the browser tools close the run's browser and delete its profile).
+struct RunEnd {
+    tools: lumina_tools::ToolRegistry,
+    session_id: String,
+}
+
+impl Drop for RunEnd {
+    fn drop(&mut self) {
+        self.tools.run_ended(&self.session_id);
     }
 }
 

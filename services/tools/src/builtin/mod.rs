@@ -4,6 +4,7 @@
 //! error output naming the field) and confines paths with [`crate::paths`].
 
 mod args;
+mod browser;
 mod edit_file;
 mod fsutil;
 mod glob;
@@ -23,6 +24,7 @@ mod write_file;
 
 use std::sync::Arc;
 
+pub use browser::{BrowserTools, UrlGuard, NAMES as BROWSER_TOOLS, SCREENSHOT_DIR};
 pub use edit_file::EditFile;
 pub use glob::{Glob, MAX_RESULTS as GLOB_MAX_RESULTS};
 pub use grep::{Grep, MAX_MATCHES as GREP_MAX_MATCHES};
@@ -32,14 +34,15 @@ pub use read_file::{ReadFile, DEFAULT_LIMIT as READ_FILE_DEFAULT_LIMIT, MAX_LINE
 pub use shell::Shell;
 pub use todo_write::{Todo, TodoStatus, TodoWrite};
 pub use web_fetch::{FetchLimits, WebFetch};
-pub use web_guard::{refusal_reason, Resolver, StaticResolver, SystemResolver};
+pub use web_guard::{refusal_reason, Refusal, Resolver, StaticResolver, SystemResolver};
 pub use web_search::{WebSearch, MAX_RESULTS as WEB_SEARCH_MAX_RESULTS};
 pub use write_file::WriteFile;
 
 use crate::ToolRegistry;
 
 /// A registry with every built-in tool of this crate (`memory_*`, `agent` and MCP tools
-/// live elsewhere and are registered by the runtime). `web_fetch` uses the system resolver.
+/// live elsewhere and are registered by the runtime). `web_fetch` and the browser tools use
+/// the system resolver.
 pub fn builtin_registry() -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     registry.register(Arc::new(ReadFile));
@@ -52,5 +55,8 @@ pub fn builtin_registry() -> ToolRegistry {
     registry.register(Arc::new(TodoWrite));
     registry.register(Arc::new(WebFetch::default()));
     registry.register(Arc::new(WebSearch));
+    for tool in BrowserTools::default().tools() {
+        registry.register(tool);
+    }
     registry
 }

@@ -23,7 +23,7 @@ use serde_json::{json, Value};
 
 use super::args;
 use super::html_text::html_to_markdown;
-use super::web_guard::{check_target, Resolver, SystemResolver};
+use super::web_guard::{vet, Resolver, SystemResolver};
 use crate::{Tool, ToolContext, ToolDescriptor, ToolOutput};
 
 pub(crate) const NAME: &str = "web_fetch";
@@ -190,37 +190,13 @@ impl WebFetch {
         if !url.username().is_empty() || url.password().is_some() {
             return Err(refuse("URLs with credentials are not fetched".into()));
         }
-        let port = url
-            .port_or_known_default()
-            .ok_or_else(|| refuse("no port".into()))?;
-        let (host, ips) = match url.host() {
-            None => return Err(refuse("the URL has no host".into())),
-            Some(url::Host::Ipv4(ip)) => (None, vec![ip.into()]),
-            Some(url::Host::Ipv6(ip)) => (None, vec![ip.into()]),
-            Some(url::Host::Domain(name)) => {
-                let ips = self
-                    .resolver
-                    .resolve(name, port)
-                    .await
-                    .map_err(|e| refuse(format!("cannot resolve {name}: {e}")))?;
-                if ips.is_empty() {
-                    return Err(refuse(format!("{name} has no addresses")));
-                }
-                (Some(name.to_string()), ips)
-            }
-        };
-        let mut addrs = Vec::with_capacity(ips.len());
-        for ip in ips {
-            let addr = SocketAddr::new(ip, port);
-            // One refused address refuses the host: a name that answers with a public and a
-            // private address could be connected to either.
-            check_target(addr, self.exception).map_err(|why| match &host {
-                Some(name) => refuse(format!("{name} resolves to {ip}, {why}")),
-                None => refuse(format!("{ip} is {why}")),
-            })?;
-            addrs.push(addr);
-        }
-        Ok(Pinned { host, addrs })
+        let vetted = vet(self.resolver.as_ref(), url, self.exception)
+            .await
+            .map_err(|why| refuse(why.0))?;
+        Ok(Pinned {
+            host: vetted.host,
+            addrs: vetted.addrs,
+        })
     }
 
     async fn read(

@@ -1,5 +1,6 @@
-//! SSRF protection for `web_fetch`: which addresses a fetch may connect to, and the
-//! injectable DNS resolver whose answers are checked (and then pinned) before connecting.
+//! SSRF protection for `web_fetch` and the browser tools: which addresses a request may
+//! connect to, and the injectable DNS resolver whose answers are checked (and, by
+//! `web_fetch`, then pinned) before connecting. [`vet`] is the one check both use.
 //!
 //! Refused: unspecified, loopback, private (RFC 1918), link-local (including the cloud
 //! metadata address 169.254.169.254), CGNAT (100.64/10), multicast, broadcast and other
@@ -82,6 +83,63 @@ pub(crate) fn check_target(
         None => Ok(()),
         Some(reason) => Err(reason),
     }
+}
+
+/// Why a URL's host may not be reached (`10.0.0.5 is a private address`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Refusal(pub String);
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// A vetted URL's host: the name to pin (none for IP literals) and its addresses, every
+/// one of them allowed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Vetted {
+    pub host: Option<String>,
+    pub addrs: Vec<SocketAddr>,
+}
+
+/// Resolves the URL's host and checks every address (and the port) with [`check_target`].
+/// The scheme is the caller's business. One refused address refuses the host: a name that
+/// answers with a public and a private address could be connected to either.
+pub(crate) async fn vet(
+    resolver: &dyn Resolver,
+    url: &url::Url,
+    exception: Option<SocketAddr>,
+) -> Result<Vetted, Refusal> {
+    let refuse = |why: String| Refusal(why);
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| refuse("no port".into()))?;
+    let (host, ips) = match url.host() {
+        None => return Err(refuse("the URL has no host".into())),
+        Some(url::Host::Ipv4(ip)) => (None, vec![ip.into()]),
+        Some(url::Host::Ipv6(ip)) => (None, vec![ip.into()]),
+        Some(url::Host::Domain(name)) => {
+            let ips = resolver
+                .resolve(name, port)
+                .await
+                .map_err(|e| refuse(format!("cannot resolve {name}: {e}")))?;
+            if ips.is_empty() {
+                return Err(refuse(format!("{name} has no addresses")));
+            }
+            (Some(name.to_string()), ips)
+        }
+    };
+    let mut addrs = Vec::with_capacity(ips.len());
+    for ip in ips {
+        let addr = SocketAddr::new(ip, port);
+        check_target(addr, exception).map_err(|why| match &host {
+            Some(name) => refuse(format!("{name} resolves to {ip}, {why}")),
+            None => refuse(format!("{ip} is {why}")),
+        })?;
+        addrs.push(addr);
+    }
+    Ok(Vetted { host, addrs })
 }
 
 fn v4_reason(ip: Ipv4Addr) -> Option<&'static str> {

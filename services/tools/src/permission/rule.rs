@@ -12,7 +12,7 @@
 //!   itself), the port is the scheme's default unless written, and the rest is a glob on the
 //!   path and query in which `*` matches anything, `/` included. `web_fetch(domain:docs.rs)`
 //!   matches any http(s) URL on `docs.rs` or a subdomain. A URL with credentials never
-//!   matches an allow rule.
+//!   matches an allow rule. `browser_open` takes the same patterns.
 //! - `tool(*)` is the same as bare `tool`: any call.
 
 use std::path::{Path, PathBuf};
@@ -27,8 +27,8 @@ use crate::paths;
 
 /// The tool whose specifier is a command rather than a path.
 const SHELL_TOOL: &str = "shell";
-/// The tool whose specifier is a URL pattern.
-const URL_TOOL: &str = "web_fetch";
+/// The tools whose specifier is a URL pattern (on their `url` argument).
+const URL_TOOLS: &[&str] = &["web_fetch", "browser_open"];
 
 /// Whether a rule is being checked to allow or to deny: allow rules fail closed on
 /// compound shell commands, deny rules look inside them.
@@ -115,7 +115,7 @@ impl Rule {
                 ))
             }
             Some(command) if name == SHELL_TOOL => parse_shell_spec(command).map_err(invalid)?,
-            Some(pattern) if name == URL_TOOL => {
+            Some(pattern) if URL_TOOLS.contains(&name) => {
                 parse_url_spec(pattern).map_err(|e| invalid(&e.to_string()))?
             }
             Some(glob) => {

@@ -3,6 +3,7 @@
 //! descriptors.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod browser;
 mod files;
 mod registry;
 mod search;

@@ -25,7 +25,14 @@ fn builtin_registry_has_every_tool_with_strict_schemas() {
             "shell",
             "todo_write",
             "web_fetch",
-            "web_search"
+            "web_search",
+            "browser_open",
+            "browser_click",
+            "browser_type",
+            "browser_select",
+            "browser_extract",
+            "browser_tabs",
+            "browser_screenshot",
         ]
     );
     let flags: Vec<(String, bool, bool)> = registry
@@ -44,6 +51,13 @@ fn builtin_registry_has_every_tool_with_strict_schemas() {
         ("todo_write", false, false),
         ("web_fetch", false, false),
         ("web_search", true, false),
+        ("browser_open", false, false),
+        ("browser_click", false, false),
+        ("browser_type", false, false),
+        ("browser_select", false, false),
+        ("browser_extract", true, false),
+        ("browser_tabs", true, false),
+        ("browser_screenshot", true, false),
     ]
     .into_iter()
     .map(|(n, r, e)| (n.to_string(), r, e))
@@ -55,7 +69,19 @@ fn builtin_registry_has_every_tool_with_strict_schemas() {
         assert_eq!(schema["type"], json!("object"), "{}", d.name);
         assert_eq!(schema["additionalProperties"], json!(false), "{}", d.name);
         let required = schema["required"].as_array().unwrap();
-        assert!(!required.is_empty(), "{}", d.name);
+        // Tools whose every argument is optional (an element is a selector *or* a ref).
+        let all_optional = [
+            "browser_click",
+            "browser_extract",
+            "browser_tabs",
+            "browser_screenshot",
+        ];
+        assert_eq!(
+            required.is_empty(),
+            all_optional.contains(&d.name.as_str()),
+            "{}",
+            d.name
+        );
         for field in required {
             assert!(
                 schema["properties"].get(field.as_str().unwrap()).is_some(),
@@ -84,6 +110,7 @@ fn permission_decisions_for_the_builtin_tools() {
         allow: vec![
             "shell(cargo test:*)".into(),
             "web_fetch(https://docs.rs/*)".into(),
+            "browser_open(domain:docs.rs)".into(),
         ],
         deny: vec!["write_file(.env)".into()],
     })
@@ -124,6 +151,27 @@ fn permission_decisions_for_the_builtin_tools() {
         Verdict::Allow { by: "rule" }
     );
     assert_eq!(decide(ask, "web_search", json!({"query": "x"})), mode);
+    // The browser: opening asks like web_fetch (and takes its URL rules), acting on a page
+    // asks like a write, reading it does not ask.
+    assert_eq!(
+        decide(ask, "browser_open", json!({"url": "https://example.com/"})),
+        Verdict::Ask
+    );
+    assert_eq!(
+        decide(ask, "browser_open", json!({"url": "https://docs.rs/tokio"})),
+        Verdict::Allow { by: "rule" }
+    );
+    for name in ["browser_click", "browser_type", "browser_select"] {
+        assert_eq!(decide(ask, name, json!({"ref": 1})), Verdict::Ask, "{name}");
+        assert_eq!(
+            decide(PermissionMode::AcceptEdits, name, json!({"ref": 1})),
+            Verdict::Ask,
+            "{name}"
+        );
+    }
+    for name in ["browser_extract", "browser_tabs", "browser_screenshot"] {
+        assert_eq!(decide(ask, name, json!({})), mode, "{name}");
+    }
     let edits = PermissionMode::AcceptEdits;
     assert_eq!(decide(edits, "edit_file", json!({"path": "a"})), mode);
     assert_eq!(
