@@ -76,9 +76,9 @@ pub const EXTENSIONS: &[&str] = &[
 
 /// The text of a document. `shown` names it in errors (the project-relative path).
 pub fn extract(format: Format, bytes: &[u8], shown: &str) -> Result<String> {
-    let fail = |reason: String| Error::Extract {
+    let fail = |reason: Unreadable| Error::Extract {
         path: shown.to_string(),
-        reason,
+        reason: reason.0,
     };
     let text = match format {
         Format::Text => utf8(bytes).map_err(fail)?,
@@ -92,32 +92,36 @@ pub fn extract(format: Format, bytes: &[u8], shown: &str) -> Result<String> {
     Ok(text)
 }
 
+/// Why a document yields no text (becomes [`Error::Extract`]'s reason).
+#[derive(Debug)]
+struct Unreadable(String);
+
 /// Runs a parser, turning a panic inside it into an error (parsers of hostile input).
-fn guarded(parse: impl FnOnce() -> Result<String, String>) -> Result<String, String> {
+fn guarded(parse: impl FnOnce() -> Result<String, Unreadable>) -> Result<String, Unreadable> {
     match catch_unwind(AssertUnwindSafe(parse)) {
         Ok(result) => result,
-        Err(_) => Err("the parser failed on this file".to_string()),
+        Err(_) => Err(Unreadable("the parser failed on this file".into())),
     }
 }
 
 /// UTF-8 text (a leading byte-order mark dropped); anything else is refused, since spans
 /// must be exact.
-fn utf8(bytes: &[u8]) -> Result<String, String> {
+fn utf8(bytes: &[u8]) -> Result<String, Unreadable> {
     let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
     match std::str::from_utf8(bytes) {
-        Ok(text) if text.contains('\0') => Err("it looks like a binary file".to_string()),
+        Ok(text) if text.contains('\0') => Err(Unreadable("it looks like a binary file".into())),
         Ok(text) => Ok(text.to_string()),
-        Err(err) => Err(format!("it is not UTF-8 text ({err})")),
+        Err(err) => Err(Unreadable(format!("it is not UTF-8 text ({err})"))),
     }
 }
 
-fn pdf_text(bytes: &[u8]) -> Result<String, String> {
+fn pdf_text(bytes: &[u8]) -> Result<String, Unreadable> {
     let options = lopdf::LoadOptions {
         max_decompressed_size: Some(PDF_MAX_STREAM_BYTES),
         ..lopdf::LoadOptions::default()
     };
     let doc = lopdf::Document::load_mem_with_options(bytes, options)
-        .map_err(|e| format!("not a readable PDF ({e})"))?;
+        .map_err(|e| Unreadable(format!("not a readable PDF ({e})")))?;
     let mut pages = Vec::new();
     for number in doc.get_pages().keys() {
         match doc.extract_text_with_limit(&[*number], PDF_MAX_STREAM_BYTES) {
@@ -134,7 +138,9 @@ fn pdf_text(bytes: &[u8]) -> Result<String, String> {
         .collect::<Vec<_>>()
         .join("\n\n");
     if text.trim().is_empty() {
-        return Err("the PDF has no extractable text (scanned images need OCR)".to_string());
+        return Err(Unreadable(
+            "the PDF has no extractable text (scanned images need OCR)".into(),
+        ));
     }
     Ok(text)
 }
@@ -151,30 +157,30 @@ fn normalize_pdf_page(text: &str) -> String {
         .to_string()
 }
 
-fn docx_text(bytes: &[u8]) -> Result<String, String> {
+fn docx_text(bytes: &[u8]) -> Result<String, Unreadable> {
     let mut archive = zip::ZipArchive::new(std::io::Cursor::new(bytes))
-        .map_err(|e| format!("not a .docx (zip) file ({e})"))?;
+        .map_err(|e| Unreadable(format!("not a .docx (zip) file ({e})")))?;
     let entry = archive
         .by_name("word/document.xml")
-        .map_err(|e| format!("no word/document.xml ({e})"))?;
+        .map_err(|e| Unreadable(format!("no word/document.xml ({e})")))?;
     let mut xml = Vec::new();
     entry
         .take(DOCX_MAX_XML_BYTES + 1)
         .read_to_end(&mut xml)
-        .map_err(|e| format!("cannot inflate word/document.xml ({e})"))?;
+        .map_err(|e| Unreadable(format!("cannot inflate word/document.xml ({e})")))?;
     if xml.len() as u64 > DOCX_MAX_XML_BYTES {
-        return Err(format!(
+        return Err(Unreadable(format!(
             "word/document.xml inflates to more than {DOCX_MAX_XML_BYTES} bytes"
-        ));
+        )));
     }
-    let xml =
-        String::from_utf8(xml).map_err(|e| format!("word/document.xml is not UTF-8 ({e})"))?;
+    let xml = String::from_utf8(xml)
+        .map_err(|e| Unreadable(format!("word/document.xml is not UTF-8 ({e})")))?;
     docx_xml_text(&xml)
 }
 
 /// The text of a WordprocessingML body: `w:t` runs, a tab per `w:tab`, a line break per
 /// `w:br`/`w:cr`, a line per paragraph `w:p`.
-fn docx_xml_text(xml: &str) -> Result<String, String> {
+fn docx_xml_text(xml: &str) -> Result<String, Unreadable> {
     use quick_xml::events::Event;
     let mut reader = quick_xml::Reader::from_str(xml);
     let mut out = String::new();
@@ -183,7 +189,7 @@ fn docx_xml_text(xml: &str) -> Result<String, String> {
     loop {
         let event = reader
             .read_event()
-            .map_err(|e| format!("damaged word/document.xml ({e})"))?;
+            .map_err(|e| Unreadable(format!("damaged word/document.xml ({e})")))?;
         match event {
             Event::Start(e) if e.local_name().as_ref() == "t" => in_text = true,
             Event::End(e) => match e.local_name().as_ref() {
@@ -242,7 +248,7 @@ fn docx_xml_text(xml: &str) -> Result<String, String> {
     }
     let text = text.trim().to_string();
     if text.is_empty() {
-        return Err("the document has no text".to_string());
+        return Err(Unreadable("the document has no text".into()));
     }
     Ok(text)
 }
