@@ -51,8 +51,13 @@ pub struct RagOptions {
     pub max_files: usize,
     /// Candidates each retriever contributes to fusion (default 50).
     pub candidates: usize,
-    /// The `k` of reciprocal-rank fusion, `1 / (k + rank)` (default 60).
+    /// The `k` of reciprocal-rank fusion, `w / (k + rank)` (default 10: with the usual 60 a
+    /// chunk that both lists rank middling beats full text's clear first; docs/benchmarks.md).
     pub rrf_k: f64,
+    /// The dense list's weight `w` in the fusion; full text's is 1 (default 0.25, as the
+    /// Memory Fabric's: a general embedder over ≈1,000-token chunks — all-MiniLM-L6-v2 reads
+    /// the first 256 word pieces — is a weaker ranker than BM25 here, docs/benchmarks.md).
+    pub dense_weight: f64,
     /// Chunks embedded per provider call (default 16).
     pub embed_batch: usize,
 }
@@ -64,7 +69,8 @@ impl Default for RagOptions {
             max_file_bytes: 32 * 1024 * 1024,
             max_files: 10_000,
             candidates: 50,
-            rrf_k: 60.0,
+            rrf_k: 10.0,
+            dense_weight: 0.25,
             embed_batch: 16,
         }
     }

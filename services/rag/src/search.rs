@@ -3,8 +3,8 @@
 //!
 //! The query's words (lowercased, stopwords dropped unless nothing else is left) go to the
 //! store's full-text index as an any-of query; its top [`RagOptions::candidates`] and the
-//! dense retriever's are fused: `score(chunk) = Σ 1 / (rrf_k + rank)` over the retrievers
-//! that found it (ranks from 1). An embedder that fails leaves the search full-text only
+//! dense retriever's are fused: `score(chunk) = Σ w / (rrf_k + rank)` over the retrievers
+//! that found it (ranks from 1; `w` is 1 for full text, `dense_weight` for dense). An embedder that fails leaves the search full-text only
 //! (reported in [`SearchResult::dense_error`]).
 //!
 //! [`RagOptions::candidates`]: crate::RagOptions::candidates
@@ -73,21 +73,21 @@ pub(crate) fn query_terms(query: &str) -> Vec<String> {
     terms
 }
 
-/// Reciprocal-rank fusion of ranked lists (best first): keys with their fused score and
+/// Weighted reciprocal-rank fusion of ranked lists (each with its weight) (best first): keys with their fused score and
 /// per-list ranks, best first (ties by key).
 pub(crate) fn fuse(
-    lists: &[&[(ChunkKey, f64)]],
+    lists: &[(&[(ChunkKey, f64)], f64)],
     k: f64,
 ) -> Vec<(ChunkKey, f64, Vec<Option<usize>>)> {
     let mut fused: HashMap<ChunkKey, (f64, Vec<Option<usize>>)> = HashMap::new();
-    for (l, list) in lists.iter().enumerate() {
+    for (l, (list, weight)) in lists.iter().enumerate() {
         for (rank, (key, _)) in list.iter().enumerate() {
             let entry = fused
                 .entry(key.clone())
                 .or_insert_with(|| (0.0, vec![None; lists.len()]));
             // A key listed twice in one list counts once, at its best rank.
             if entry.1[l].is_none() {
-                entry.0 += 1.0 / (k + (rank + 1) as f64);
+                entry.0 += weight / (k + (rank + 1) as f64);
                 entry.1[l] = Some(rank + 1);
             }
         }
@@ -149,7 +149,12 @@ impl Rag {
                 }
             }
         }
-        for (key, score, ranks) in fuse(&[&text, &dense], self.options.rrf_k).into_iter() {
+        for (key, score, ranks) in fuse(
+            &[(&text, 1.0), (&dense, self.options.dense_weight)],
+            self.options.rrf_k,
+        )
+        .into_iter()
+        {
             if result.hits.len() >= k {
                 break;
             }
@@ -200,7 +205,7 @@ mod tests {
     fn rrf_rewards_agreement() {
         let text = vec![(key("a", 1), 9.0), (key("b", 1), 8.0), (key("c", 1), 7.0)];
         let dense = vec![(key("c", 1), 0.9), (key("d", 1), 0.8)];
-        let fused = fuse(&[&text, &dense], 60.0);
+        let fused = fuse(&[(&text, 1.0), (&dense, 1.0)], 60.0);
         let order: Vec<&str> = fused.iter().map(|f| f.0.path.as_str()).collect();
         // c: 1/63 + 1/61 beats a: 1/61; b (1/62) and d (1/62) tie and go by key.
         assert_eq!(order, ["c", "a", "b", "d"]);

@@ -114,6 +114,15 @@ pub enum BenchCommand {
         /// Also write the report as JSON here.
         #[arg(long)]
         output: Option<PathBuf>,
+        /// Fusion parameters (default: the product's, `lumina_rag::RagOptions::default`).
+        #[arg(long)]
+        rrf_k: Option<f64>,
+        /// See --rrf-k: the dense list's weight.
+        #[arg(long)]
+        dense_weight: Option<f64>,
+        /// See --rrf-k: candidates per retriever.
+        #[arg(long)]
+        candidates: Option<usize>,
     },
     /// Journal-append-to-client latency over WebSocket with many concurrent sessions.
     Latency {
@@ -156,7 +165,17 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             embeddings,
             app_root,
             output,
+            rrf_k,
+            dense_weight,
+            candidates,
         } => {
+            let defaults = lumina_rag::RagOptions::default();
+            let options = lumina_rag::RagOptions {
+                rrf_k: rrf_k.unwrap_or(defaults.rrf_k),
+                dense_weight: dense_weight.unwrap_or(defaults.dense_weight),
+                candidates: candidates.unwrap_or(defaults.candidates),
+                ..defaults
+            };
             let ks: Vec<usize> = k
                 .split(',')
                 .map(|v| v.trim().parse::<usize>())
@@ -168,7 +187,7 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
                 } else {
                     memory_models(app_root, Some(embeddings)).await?.0
                 };
-            let report = rag::run(scale, &ks, embedder).await?;
+            let report = rag::run(scale, &ks, embedder, options).await?;
             let json = serde_json::to_string_pretty(&report)?;
             if let Some(path) = output {
                 std::fs::write(&path, &json)

@@ -40,6 +40,8 @@ pub struct Report {
     pub documents: usize,
     pub questions: usize,
     pub corpus_bytes: u64,
+    /// Fusion: (rrf_k, dense_weight, candidates).
+    pub fusion: (f64, f64, usize),
     pub runs: Vec<Run>,
 }
 
@@ -60,6 +62,7 @@ async fn measure(
     corpus: &Corpus,
     embedder: Option<Arc<dyn EmbeddingProvider>>,
     ks: &[usize],
+    options: &RagOptions,
 ) -> anyhow::Result<Run> {
     let home = tempfile::tempdir()?;
     let retrieval = match &embedder {
@@ -69,7 +72,7 @@ async fn measure(
     let rag = Rag::new(
         Arc::new(SqliteRag::new(AppRoot::new(home.path()))),
         embedder,
-        RagOptions::default(),
+        options.clone(),
     );
     let started = Instant::now();
     let first = rag.ingest(root, &["docs".into()]).await?;
@@ -120,6 +123,7 @@ pub async fn run(
     scale: usize,
     ks: &[usize],
     embedder: Option<Arc<dyn EmbeddingProvider>>,
+    options: RagOptions,
 ) -> anyhow::Result<Report> {
     anyhow::ensure!(
         ks.iter().all(|k| (1..=MAX_K).contains(k)),
@@ -132,14 +136,15 @@ pub async fn run(
         .iter()
         .map(|f| std::fs::metadata(project.path().join(f)).map_or(0, |m| m.len()))
         .sum();
-    let mut runs = vec![measure(project.path(), &corpus, None, ks).await?];
+    let mut runs = vec![measure(project.path(), &corpus, None, ks, &options).await?];
     if embedder.is_some() {
-        runs.push(measure(project.path(), &corpus, embedder, ks).await?);
+        runs.push(measure(project.path(), &corpus, embedder, ks, &options).await?);
     }
     Ok(Report {
         documents: corpus.files.len(),
         questions: corpus.questions.len(),
         corpus_bytes,
+        fusion: (options.rrf_k, options.dense_weight, options.candidates),
         runs,
     })
 }
