@@ -145,6 +145,30 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
     let metrics = Metrics::new().context("metrics")?;
     let store: Arc<dyn lumina_journal::JournalStore> =
         Arc::new(MeteredStore::new(Arc::new(store), metrics.clone()));
+    // The embedder the settings select (read at start-up), loaded once for the Memory
+    // Fabric and project-document RAG alike; none leaves both lexical.
+    let models = settings.memory_models();
+    let root = app_root.path().to_path_buf();
+    let select_models = models.clone();
+    let embedder = tokio::task::spawn_blocking(move || {
+        memory_setup::select_embedder(&root, &select_models)
+    })
+    .await
+    .unwrap_or_else(|err| {
+        tracing::warn!(error = %err, "selecting the embedding model failed; retrieval stays lexical");
+        None
+    });
+    // Project-document RAG (docs/rag.md): `rag_ingest` / `rag_search` over one SQLite
+    // database per project under the AppRoot, apart from the memory files.
+    let mut tools = lumina_tools::builtin_registry();
+    let rag = Arc::new(lumina_rag::Rag::new(
+        Arc::new(lumina_rag::sqlite::SqliteRag::new(app_root.clone())),
+        embedder.clone(),
+        lumina_rag::RagOptions::default(),
+    ));
+    for tool in lumina_rag::tools::tools(rag) {
+        tools.register(tool);
+    }
     let runtime = Runtime::new(
         RuntimeOptions {
             app_root: app_root.clone(),
@@ -153,7 +177,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
             default_project_root: options.project_root.clone(),
         },
         store,
-        lumina_tools::builtin_registry(),
+        tools,
         Arc::new(AlwaysOwned(LOCAL_FENCE)),
     )
     .with_mcp(McpManager::new(ManagerOptions {
@@ -164,10 +188,9 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
     // embedder and reranker the settings select (read at start-up). A store that does not
     // open leaves the runtime without memory, and an unusable model leaves recall lexical:
     // neither stops the backend.
-    let models = settings.memory_models();
     let root = app_root.path().to_path_buf();
     let memory = tokio::task::spawn_blocking(move || {
-        memory_setup::open_local_memory(&root, &models)
+        memory_setup::open_local_memory_with(&root, &models, embedder)
     })
     .await
     .unwrap_or_else(|err| {

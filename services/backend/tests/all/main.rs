@@ -23,6 +23,7 @@ mod mcp_client;
 mod mcp_server;
 mod memory;
 mod permissions;
+mod rag;
 mod shell_sandbox;
 mod subagents;
 mod support;
