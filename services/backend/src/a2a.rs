@@ -156,6 +156,18 @@ pub enum A2aCommand {
         #[arg(long)]
         public_url: Option<String>,
     },
+    /// Make an Ed25519 key for the signed peer channel: prints the private seed (for this
+    /// node's `peer.ed25519_private_key`) and the public key (for the other nodes'
+    /// `peer.nodes.<node>.ed25519_public_key`).
+    PeerKeygen,
+    /// Print the HKDF-derived key of `node` from the `peer.derive_master` setting (for that
+    /// node's `peer.derived_key`).
+    PeerDerive {
+        #[arg(long)]
+        node: String,
+        #[arg(long, env = "LUMINA_HOME")]
+        app_root: Option<std::path::PathBuf>,
+    },
     /// Print the Agent Card this backend serves (as JSON).
     Card {
         /// The URL the card advertises (default: $LUMINA_A2A_PUBLIC_URL, else the local
@@ -177,6 +189,31 @@ pub async fn run(command: A2aCommand) -> anyhow::Result<()> {
                 stop.cancel();
             });
             lumina_a2a::fixture::serve(listener, public_url, shutdown).await?;
+            Ok(())
+        }
+        A2aCommand::PeerKeygen => {
+            let pair = lumina_peer::generate_ed25519()?;
+            println!("ed25519_private_key: {}", pair.private_seed.expose());
+            println!("ed25519_public_key:  {}", pair.public_key);
+            Ok(())
+        }
+        A2aCommand::PeerDerive { node, app_root } => {
+            let env = lumina_config::Env::from_process();
+            let app_root = lumina_config::AppRoot::resolve(app_root.as_deref(), &env)?;
+            let settings = lumina_config::load(&app_root, None, &env, &Default::default())?;
+            let Some(master) = settings.peer.derive_master.as_ref() else {
+                anyhow::bail!("the setting peer.derive_master is not set");
+            };
+            if !lumina_config::is_token(&node) {
+                anyhow::bail!("a node name is 1-128 characters of A-Z a-z 0-9 . _ -");
+            }
+            if master.expose().len() < 32 {
+                anyhow::bail!("peer.derive_master must be at least 32 bytes");
+            }
+            println!(
+                "{}",
+                lumina_peer::derive_key_base64(master.expose().as_bytes(), &node)
+            );
             Ok(())
         }
         A2aCommand::Card { public_url } => {

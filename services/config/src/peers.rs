@@ -28,11 +28,11 @@ pub struct PeerSettings {
     /// bytes): the verifier derives the calling node's key from it; a node holding it
     /// derives its own. Default: none.
     pub derive_master: Option<Secret>,
-    /// This node's own derived key (base64 of 32 bytes, as `lumina-backend peer derive`
+    /// This node's own derived key (base64 of 32 bytes, as `lumina-backend a2a peer-derive`
     /// prints it), for a node that is not given the master. Default: none.
     pub derived_key: Option<Secret>,
-    /// This node's Ed25519 private key (base64 of the 32-byte seed, as `lumina-backend peer
-    /// keygen` prints it). Default: none.
+    /// This node's Ed25519 private key (base64 of the 32-byte seed, as `lumina-backend a2a
+    /// peer-keygen` prints it). Default: none.
     pub ed25519_private_key: Option<Secret>,
     /// How far a signature's timestamp may be from this clock, seconds. Default: 300.
     pub window_secs: u64,

@@ -33,6 +33,11 @@ pub fn derive_key(master: &[u8], node: &str) -> [u8; 32] {
     out
 }
 
+/// [`derive_key`] as base64 (standard, padded): the form `peer.derived_key` takes.
+pub fn derive_key_base64(master: &[u8], node: &str) -> String {
+    STANDARD.encode(derive_key(master, node))
+}
+
 /// A new Ed25519 key, base64: the private seed (for `peer.ed25519_private_key`) and the
 /// public key (for the verifier's `peer.nodes.<node>.ed25519_public_key`).
 #[derive(Debug, Clone, PartialEq, Eq)]

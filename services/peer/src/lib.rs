@@ -30,7 +30,7 @@ use lumina_config::{is_token, PeerSettings, PEER_SCOPES};
 use ring::hmac;
 use ring::signature::{Ed25519KeyPair, KeyPair as _, UnparsedPublicKey, ED25519};
 
-pub use keys::{derive_key, generate_ed25519, Ed25519Pair};
+pub use keys::{derive_key, derive_key_base64, generate_ed25519, Ed25519Pair};
 pub use nonce::NonceMemory;
 
 /// The signing node's name.
