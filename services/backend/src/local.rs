@@ -121,6 +121,9 @@ pub struct LocalOptions {
     pub port: u16,
     /// Project root for sessions created without one.
     pub project_root: PathBuf,
+    /// Lets `a2a_delegate` and remote team members call `http://` agents on loopback
+    /// addresses (the public-address guard's test switch). Tests only; `serve` never sets it.
+    pub allow_loopback_agents: bool,
 }
 
 /// A local backend ready to serve.
@@ -183,6 +186,10 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
     .with_mcp(McpManager::new(ManagerOptions {
         mcp_tool_timeout_ms: settings.mcp_tool_timeout_ms,
         ..ManagerOptions::new(app_root.clone())
+    }))
+    .with_a2a_client(lumina_a2a::A2aClient::new(lumina_a2a::ClientOptions {
+        allow_loopback: options.allow_loopback_agents,
+        ..Default::default()
     }));
     // The Memory Fabric (docs/design.md#memory-fabric): SQLite under the AppRoot, with the
     // embedder and reranker the settings select (read at start-up). A store that does not
@@ -241,6 +248,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         addr,
     )
     .context("cannot open the A2A task store")?;
+    let peers = crate::a2a::peer_verifier(&settings.peer).context("the `peer` settings")?;
     let state = Arc::new(AppState {
         limits,
         profile,
@@ -259,7 +267,11 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
             &settings,
             app_root,
         ),
-        a2a: Some(a2a),
+        a2a: Some(crate::profile::A2aMount {
+            service: a2a,
+            peers,
+            tenant: LOCAL_TENANT.into(),
+        }),
     });
     Ok(LocalBackend {
         state,

@@ -265,6 +265,7 @@ impl Projection {
             | Event::Warning { .. }
             | Event::Checkpoint { .. }
             | Event::MemoryRecalled { .. }
+            | Event::DelegateUpdated { .. }
             | Event::Unknown => {}
         }
     }

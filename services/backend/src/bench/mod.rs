@@ -316,6 +316,7 @@ async fn latency(sessions: usize, per_session: usize) -> anyhow::Result<()> {
         env,
         port: 0,
         project_root: tmp.path().to_path_buf(),
+        allow_loopback_agents: false,
     })
     .await?;
     let url = format!("ws://{}{}", backend.addr, WS_PATH);

@@ -13,6 +13,7 @@ mod browser;
 mod cluster;
 mod conversation;
 mod crash;
+mod delegate;
 mod delivery;
 mod extensions;
 mod goal;

@@ -57,6 +57,7 @@ impl Harness {
             env: Env::from_pairs(vars),
             port: 0,
             project_root: project.clone(),
+            allow_loopback_agents: true,
         })
         .await
         .unwrap();

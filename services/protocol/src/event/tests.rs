@@ -118,3 +118,21 @@ fn memory_recalled_round_trips() {
     assert_eq!(event.run_id(), Some("r1"));
     assert_eq!(Event::from_parts(&kind, &payload).unwrap(), event);
 }
+
+#[test]
+fn delegate_updated_round_trips() {
+    let event = Event::DelegateUpdated {
+        run_id: "r1".into(),
+        call_id: "c1".into(),
+        agent: "research".into(),
+        step: crate::DelegateStep::Status,
+        task_id: Some("t1".into()),
+        state: Some("TASK_STATE_WORKING".into()),
+        detail: "reading".into(),
+    };
+    let (kind, payload) = event.to_parts();
+    assert_eq!(kind, "delegate.updated");
+    assert_eq!(payload["step"], "status");
+    assert_eq!(Event::from_parts(&kind, &payload).unwrap(), event);
+    assert_eq!(event.run_id(), Some("r1"));
+}

@@ -414,6 +414,11 @@ impl App {
                 self.transcript
                     .push(EntryKind::Dim(recalled_line(source_ids)));
             }
+            event @ Event::DelegateUpdated { .. } => {
+                if let Some(line) = delegate_line(event) {
+                    self.transcript.push(EntryKind::Dim(line));
+                }
+            }
             Event::TeamEntered(_)
             | Event::TeamExited(_)
             | Event::TeamCompleted(_)
@@ -550,6 +555,10 @@ impl App {
                 None => return,
             },
             Event::TeamMessagesDelivered(_) => return,
+            event @ Event::DelegateUpdated { .. } => match delegate_line(event) {
+                Some(line) => line,
+                None => return,
+            },
             Event::Unknown => format!("event #{} of a kind this version does not know", frame.seq),
             other => other.kind().to_string(),
         };
@@ -592,6 +601,39 @@ fn first_line(text: &str) -> &str {
 const RECALLED_SHOWN: usize = 3;
 
 /// `memory: 2 earlier item(s) recalled — s1:4, s2:9`: which evidence the turn was given.
+/// A transcript line for a delegation step (`delegate.updated`): the card and sent steps
+/// are not worth a line; status, artifacts and the end are.
+fn delegate_line(event: &Event) -> Option<String> {
+    use lumina_client::protocol::DelegateStep;
+    let Event::DelegateUpdated {
+        agent,
+        step,
+        state,
+        detail,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    let state = state
+        .as_deref()
+        .map(|s| {
+            s.trim_start_matches("TASK_STATE_")
+                .to_ascii_lowercase()
+                .replace('_', "-")
+        })
+        .unwrap_or_default();
+    let detail = first_line(detail);
+    let line = match step {
+        DelegateStep::Card | DelegateStep::Sent => return None,
+        DelegateStep::Status => format!("a2a {agent}: {state} {detail}"),
+        DelegateStep::Artifact => format!("a2a {agent}: artifact {detail}"),
+        DelegateStep::Ended => format!("a2a {agent}: ended {state} {detail}"),
+        DelegateStep::Unreachable => format!("a2a {agent}: unreachable — {detail}"),
+    };
+    Some(line.trim_end().to_owned())
+}
+
 fn recalled_line(source_ids: &[String]) -> String {
     let mut line = format!("memory: {} earlier item(s) recalled", source_ids.len());
     if !source_ids.is_empty() {
