@@ -7,7 +7,8 @@ use serde_json::Value;
 use crate::goal::{GoalBudgets, GoalState, GoalUsage};
 use crate::state::{ApiType, RunFailureCode};
 use crate::team::{
-    TeamCompleted, TeamContractWritten, TeamEntered, TeamExited, TeamGateChecked, TeamMessageSent,
+    TeamCompleted, TeamContractWritten, TeamEntered, TeamExited, TeamFollowUpOpened,
+    TeamFollowUpResolved, TeamGateChecked, TeamMemberThinking, TeamMessageSent,
     TeamMessagesDelivered, TeamRoundEnded, TeamRoundStarted, TeamTaskDispatched, TeamTaskEnded,
 };
 
@@ -345,6 +346,12 @@ pub enum Event {
     TeamGateChecked(TeamGateChecked),
     #[serde(rename = "team.completed")]
     TeamCompleted(TeamCompleted),
+    #[serde(rename = "team.follow_up_opened")]
+    TeamFollowUpOpened(TeamFollowUpOpened),
+    #[serde(rename = "team.follow_up_resolved")]
+    TeamFollowUpResolved(TeamFollowUpResolved),
+    #[serde(rename = "team.member_thinking")]
+    TeamMemberThinking(TeamMemberThinking),
 
     /// A kind this build does not know (written by a newer server). Readers skip it.
     #[serde(other)]
@@ -399,6 +406,9 @@ impl Event {
             Event::TeamMessagesDelivered(_) => "team.messages_delivered",
             Event::TeamGateChecked(_) => "team.gate_checked",
             Event::TeamCompleted(_) => "team.completed",
+            Event::TeamFollowUpOpened(_) => "team.follow_up_opened",
+            Event::TeamFollowUpResolved(_) => "team.follow_up_resolved",
+            Event::TeamMemberThinking(_) => "team.member_thinking",
             Event::Unknown => "unknown",
         }
     }
@@ -474,6 +484,9 @@ impl Event {
             | Event::TeamMessagesDelivered(_)
             | Event::TeamGateChecked(_)
             | Event::TeamCompleted(_)
+            | Event::TeamFollowUpOpened(_)
+            | Event::TeamFollowUpResolved(_)
+            | Event::TeamMemberThinking(_)
             | Event::Unknown => None,
         }
     }

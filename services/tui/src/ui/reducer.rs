@@ -11,6 +11,7 @@ use super::app::{
     ActiveRun, App, ConnEvent, ConnState, Overlay, PermissionUi, RunningTool, SessionMeta,
 };
 use super::render::entries::tool_summary;
+use super::team::{team_line, TeamTranscript};
 use super::transcript::{EntryKind, Level, ToolEntry, ToolState};
 
 impl App {
@@ -201,9 +202,7 @@ impl App {
             return;
         }
         match &frame.event {
-            Event::TeamEntered(e) => {
-                self.team_transcript = Some((e.show_member_dialogue, e.show_tool_details))
-            }
+            Event::TeamEntered(e) => self.team_transcript = Some(TeamTranscript::of(e)),
             Event::TeamExited(_) => self.team_transcript = None,
             _ => {}
         }
@@ -429,11 +428,15 @@ impl App {
             | Event::TeamTaskEnded(_)
             | Event::TeamMessageSent(_)
             | Event::TeamMessagesDelivered(_)
-            | Event::TeamGateChecked(_) => {
+            | Event::TeamGateChecked(_)
+            | Event::TeamFollowUpOpened(_)
+            | Event::TeamFollowUpResolved(_) => {
                 if let Some(line) = team_line(&frame.event) {
                     self.transcript.push(EntryKind::Dim(line));
                 }
             }
+            // Journaled on the member's stream only (`apply_side_stream`).
+            Event::TeamMemberThinking(_) => {}
             Event::Unknown => {
                 self.transcript.push(EntryKind::Dim(format!(
                     "event #{} of a kind this version does not know",
@@ -501,17 +504,11 @@ impl App {
     /// counts, everything else is one dim line.
     fn apply_side_stream(&mut self, frame: &EventFrame) {
         let stream = &frame.stream;
-        // A team's `transcript` choices: member dialogue, and tool starts with arguments.
-        if let (true, Some((dialogue, tools))) = (stream.starts_with("team/"), self.team_transcript)
+        // A team's `transcript` choices: member dialogue, tool starts with arguments,
+        // members' thinking.
+        if stream.starts_with("team/") && !TeamTranscript::shows(self.team_transcript, &frame.event)
         {
-            let hidden = match &frame.event {
-                Event::TeamMessageSent(_) => !dialogue,
-                Event::ToolStarted { .. } => !tools,
-                _ => false,
-            };
-            if hidden {
-                return;
-            }
+            return;
         }
         let text = match &frame.event {
             Event::PermissionRequested { .. } => {
@@ -550,7 +547,10 @@ impl App {
             | Event::TeamTaskDispatched(_)
             | Event::TeamTaskEnded(_)
             | Event::TeamMessageSent(_)
-            | Event::TeamGateChecked(_)) => match team_line(event) {
+            | Event::TeamGateChecked(_)
+            | Event::TeamFollowUpOpened(_)
+            | Event::TeamFollowUpResolved(_)
+            | Event::TeamMemberThinking(_)) => match team_line(event) {
                 Some(line) => line,
                 None => return,
             },
@@ -700,48 +700,4 @@ impl App {
             self.notice(level, line);
         }
     }
-}
-
-/// The team as a group chat: who said what to whom, task hand-offs and ends, rounds and
-/// gates, one line each (raw tool payloads stay in the journal).
-fn team_line(event: &Event) -> Option<String> {
-    Some(match event {
-        Event::TeamEntered(e) => format!(
-            "team {} ({}): {}",
-            e.display_name,
-            e.team,
-            e.members.join(", ")
-        ),
-        Event::TeamExited(_) => "left the team".to_string(),
-        Event::TeamCompleted(e) => format!(
-            "team finished after {} round(s): {}",
-            e.rounds,
-            first_line(&e.summary)
-        ),
-        Event::TeamContractWritten(e) => format!(
-            "contract: {} ({} criteria)",
-            first_line(&e.goal),
-            e.acceptance_criteria.len()
-        ),
-        Event::TeamRoundStarted(e) if e.recovery => format!("round {} (recovery)", e.round),
-        Event::TeamRoundStarted(e) => format!("round {}", e.round),
-        Event::TeamRoundEnded(e) if e.passed => format!("round {} passed", e.round),
-        Event::TeamRoundEnded(e) => {
-            format!("round {} failed: {}", e.round, e.failures.join("; "))
-        }
-        Event::TeamTaskDispatched(e) => format!("→ {}: {}", e.agent, first_line(&e.task)),
-        Event::TeamTaskEnded(e) => format!(
-            "{} {}: {}",
-            e.agent,
-            e.status.as_str(),
-            first_line(&e.summary)
-        ),
-        Event::TeamMessageSent(e) => format!("{} → {}: {}", e.from, e.to, first_line(&e.text)),
-        Event::TeamGateChecked(e) => format!(
-            "gate {}: {}",
-            e.name,
-            if e.passed { "passed" } else { "failed" }
-        ),
-        _ => return None,
-    })
 }
