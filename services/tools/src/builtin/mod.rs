@@ -24,9 +24,9 @@ mod write_file;
 
 use std::sync::Arc;
 
-pub use browser::{BrowserTools, UrlGuard, NAMES as BROWSER_TOOLS, SCREENSHOT_DIR};
 /// Argument parsing with messages that name the field, for tools of other crates too.
 pub use args::parse as parse_args;
+pub use browser::{BrowserTools, UrlGuard, NAMES as BROWSER_TOOLS, SCREENSHOT_DIR};
 pub use edit_file::EditFile;
 pub use glob::{Glob, MAX_RESULTS as GLOB_MAX_RESULTS};
 pub use grep::{Grep, MAX_MATCHES as GREP_MAX_MATCHES};
