@@ -42,6 +42,7 @@ struct LocalProfile {
     limits: Arc<TenantLimits>,
     auth: LocalAuth,
     console: ConsoleAuth,
+    tool_results_dir: PathBuf,
     instance_id: String,
     shutdown: CancellationToken,
 }
@@ -110,6 +111,10 @@ impl Profile for LocalProfile {
     fn console(&self) -> Option<&dyn ConsoleSignIn> {
         Some(&self.console)
     }
+
+    fn tool_results_dir(&self) -> Option<PathBuf> {
+        Some(self.tool_results_dir.clone())
+    }
 }
 
 /// What `serve` needs.
@@ -136,6 +141,19 @@ pub struct LocalBackend {
 
 /// Opens the journal, recovers interrupted sessions and binds the listener.
 pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
+    build_with_tools(options, lumina_tools::builtin_registry()).await
+}
+
+/// [`build`] with the given built-in tools instead of [`lumina_tools::builtin_registry`]:
+/// tests only, for a backend whose `web_fetch` and browser tools may reach the test's own
+/// loopback server ([`lumina_tools::builtin_registry_with`] and their
+/// `allow_private_target_for_tests`). `serve` never calls it: no setting, environment
+/// variable or flag reaches it.
+#[doc(hidden)]
+pub async fn build_with_tools(
+    options: &LocalOptions,
+    tools: lumina_tools::ToolRegistry,
+) -> anyhow::Result<LocalBackend> {
     let app_root = &options.app_root;
     app_root
         .ensure_dirs()
@@ -233,6 +251,7 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         runtime: runtime.clone(),
         auth: LocalAuth::new(token.clone()),
         console: ConsoleAuth::persistent(app_root.console_sessions_file()),
+        tool_results_dir: app_root.tool_results_dir(),
         instance_id: format!("local-{}", std::process::id()),
         shutdown: shutdown.clone(),
     });

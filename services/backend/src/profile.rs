@@ -2,6 +2,7 @@
 //! instances over PostgreSQL and Redis), as one trait, so the server, the connection and
 //! the dispatcher never ask which profile they serve.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -64,6 +65,13 @@ pub trait Profile: Send + Sync + 'static {
     fn console(&self) -> Option<&dyn ConsoleSignIn> {
         None
     }
+
+    /// Where this instance keeps the tools' per-session results (`state/tool-results/`,
+    /// with each session's `artifacts/`): its own disk, so in the cluster a session's
+    /// artifacts are on the instance that ran the tool.
+    fn tool_results_dir(&self) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// The web console's sign-in as the server uses it (docs/console.md#sign-in); the console
@@ -75,6 +83,9 @@ pub trait ConsoleSignIn: Send + Sync {
     fn redeem(&self, ticket: &str) -> Option<String>;
     /// Ends a cookie's session.
     fn revoke(&self, session: &str);
+    /// The identity of a GET the console page makes itself (an artifact's image) with a live
+    /// session cookie, or `None`.
+    fn authenticate_get(&self, headers: &HeaderMap) -> Option<Identity>;
 }
 
 /// Everything a connection needs.

@@ -224,7 +224,7 @@ impl ToolRegistry {
     }
 }
 
-pub use builtin::builtin_registry;
+pub use builtin::{builtin_registry, builtin_registry_with};
 pub use error::{Error, Result};
 /// The `shell` tool's resource limits (`shell_cpu_seconds`, `shell_memory_bytes`,
 /// `shell_max_processes`, `shell_max_file_bytes`).

@@ -134,6 +134,12 @@ impl Node {
         &self.relay.hints
     }
 
+    /// This instance's `state/tool-results/` (session artifacts stay on the disk of the
+    /// instance whose tool wrote them).
+    pub fn tool_results_dir(&self) -> std::path::PathBuf {
+        self.app_root.tool_results_dir()
+    }
+
     pub fn is_draining(&self) -> bool {
         self.draining.load(Ordering::SeqCst)
     }

@@ -50,6 +50,10 @@ impl Profile for ClusterProfile {
     fn sync_metrics(&self) {
         self.0.sync_metrics();
     }
+
+    fn tool_results_dir(&self) -> Option<std::path::PathBuf> {
+        Some(self.0.tool_results_dir())
+    }
 }
 
 /// The JWT a request presents: `Authorization: Bearer …` (the console's subprotocol bearer

@@ -124,6 +124,18 @@ impl ConsoleAuth {
         self.sessions.is_live(session).then(local_identity)
     }
 
+    /// The local identity for a GET of the console's own data (an artifact's image): a live
+    /// session cookie and a loopback `Host` ([`same_loopback_get`]). An `<img>` request
+    /// carries no `Origin`, so this cannot be [`Self::authenticate`]'s check; a browser
+    /// that says where the request comes from must say this page.
+    pub fn authenticate_get(&self, headers: &HeaderMap) -> Option<Identity> {
+        if !same_loopback_get(headers) {
+            return None;
+        }
+        let session = cookie_value(headers)?;
+        self.sessions.is_live(session).then(local_identity)
+    }
+
     /// Whether `headers` carry a live session cookie (no origin check: for page loads).
     pub fn has_session(&self, headers: &HeaderMap) -> bool {
         cookie_value(headers).is_some_and(|s| self.sessions.is_live(s))
@@ -141,6 +153,10 @@ impl crate::profile::ConsoleSignIn for ConsoleAuth {
 
     fn revoke(&self, session: &str) {
         ConsoleAuth::revoke(self, session)
+    }
+
+    fn authenticate_get(&self, headers: &HeaderMap) -> Option<Identity> {
+        ConsoleAuth::authenticate_get(self, headers)
     }
 }
 
@@ -173,15 +189,47 @@ pub fn cookie_value(headers: &HeaderMap) -> Option<&str> {
 /// cross-site page another `Origin`).
 pub fn same_loopback_origin(headers: &HeaderMap) -> bool {
     let (Some(host), Some(origin)) = (
-        headers.get(HOST).and_then(|v| v.to_str().ok()),
+        loopback_host(headers),
         headers.get(ORIGIN).and_then(|v| v.to_str().ok()),
     ) else {
         return false;
     };
-    let loopback = ["127.0.0.1:", "localhost:", "[::1]:"]
+    origin.strip_prefix("http://") == Some(host)
+}
+
+/// A GET the page itself makes (an `<img>`, a `fetch`): `Host` is a loopback name with a
+/// port; `Origin`, when sent, is `http://` + that host; `Sec-Fetch-Site`, when sent, is
+/// `same-origin` (or `none`: the user opened the URL). `SameSite=Strict` keeps the cookie
+/// from other sites, but another port of 127.0.0.1 is the same site: `Sec-Fetch-Site:
+/// same-site` is what refuses another local server's page. A DNS-rebinding page has
+/// another `Host`.
+pub fn same_loopback_get(headers: &HeaderMap) -> bool {
+    let Some(host) = loopback_host(headers) else {
+        return false;
+    };
+    let origin_ok = match headers.get(ORIGIN) {
+        None => true,
+        Some(origin) => origin
+            .to_str()
+            .is_ok_and(|o| o.strip_prefix("http://") == Some(host)),
+    };
+    let site_ok = match headers.get(SEC_FETCH_SITE) {
+        None => true,
+        // `none`: the user opened the URL (the image in a new tab), no page asked for it.
+        Some(site) => matches!(site.as_bytes(), b"same-origin" | b"none"),
+    };
+    origin_ok && site_ok
+}
+
+const SEC_FETCH_SITE: &str = "sec-fetch-site";
+
+/// `Host` when it is a loopback name with a port (`127.0.0.1:…`, `localhost:…`, `[::1]:…`).
+fn loopback_host(headers: &HeaderMap) -> Option<&str> {
+    let host = headers.get(HOST).and_then(|v| v.to_str().ok())?;
+    ["127.0.0.1:", "localhost:", "[::1]:"]
         .iter()
-        .any(|prefix| host.strip_prefix(prefix).is_some_and(is_port));
-    loopback && origin.strip_prefix("http://") == Some(host)
+        .any(|prefix| host.strip_prefix(prefix).is_some_and(is_port))
+        .then_some(host)
 }
 
 fn is_port(text: &str) -> bool {
@@ -237,6 +285,72 @@ mod tests {
         }
         auth.revoke(&session);
         assert!(auth.authenticate(&good).is_none());
+    }
+
+    #[test]
+    fn an_image_request_needs_the_cookie_a_loopback_host_and_no_foreign_site() {
+        let auth = ConsoleAuth::new();
+        let ticket = auth.mint_ticket().login_path;
+        let session = auth.redeem(ticket.split('=').nth(1).unwrap()).unwrap();
+        let cookie = format!("{COOKIE_NAME}={session}");
+        for (ok, request) in [
+            (
+                true,
+                headers(&[("host", "127.0.0.1:4100"), ("cookie", &cookie)]),
+            ),
+            (
+                true,
+                headers(&[
+                    ("host", "localhost:4100"),
+                    ("sec-fetch-site", "same-origin"),
+                    ("origin", "http://localhost:4100"),
+                    ("cookie", &cookie),
+                ]),
+            ),
+            (
+                false,
+                headers(&[
+                    ("host", "127.0.0.1:4100"),
+                    ("sec-fetch-site", "cross-site"),
+                    ("cookie", &cookie),
+                ]),
+            ),
+            (
+                false,
+                headers(&[
+                    ("host", "127.0.0.1:4100"),
+                    ("sec-fetch-site", "same-site"),
+                    ("cookie", &cookie),
+                ]),
+            ),
+            (
+                true,
+                headers(&[
+                    ("host", "[::1]:4100"),
+                    ("sec-fetch-site", "none"),
+                    ("cookie", &cookie),
+                ]),
+            ),
+            (
+                false,
+                headers(&[
+                    ("host", "127.0.0.1:4100"),
+                    ("origin", "http://evil.example"),
+                    ("cookie", &cookie),
+                ]),
+            ),
+            (
+                false,
+                headers(&[("host", "evil.example:4100"), ("cookie", &cookie)]),
+            ),
+            (
+                false,
+                headers(&[("host", "127.0.0.1:4100"), ("cookie", "lumina_console=x")]),
+            ),
+            (false, headers(&[("host", "127.0.0.1:4100")])),
+        ] {
+            assert_eq!(auth.authenticate_get(&request).is_some(), ok, "{request:?}");
+        }
     }
 
     #[test]

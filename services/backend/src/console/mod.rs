@@ -5,8 +5,10 @@
 //! local profile exchanges a one-time ticket for a session cookie (`auth.rs`, kept across
 //! restarts by `sessions.rs`); the cluster
 //! page holds a pasted JWT in memory and offers it as a WebSocket subprotocol
-//! (`bearer_from_subprotocol`).
+//! (`bearer_from_subprotocol`). The one HTTP read besides the files is a session's artifacts
+//! (`artifacts.rs`: the browser's screenshots, shown in the tool-call view).
 
+mod artifacts;
 mod assets;
 mod auth;
 mod sessions;
@@ -36,13 +38,15 @@ pub const SUBPROTOCOL: &str = "lumina.v3";
 /// valid in a subprotocol name).
 pub const BEARER_SUBPROTOCOL_PREFIX: &str = "bearer.";
 
-/// The console's routes: the page, its files, sign-in and sign-out.
+/// The console's routes: the page, its files, sign-in and sign-out, and a session's
+/// artifacts (`artifacts.rs`).
 pub fn routes() -> Router<Arc<AppState>> {
     Router::new()
         .route("/", get(page))
         .route("/console/login", get(login))
         .route("/console/logout", post(logout))
         .route("/console/{file}", get(asset))
+        .route(artifacts::ROUTE, get(artifacts::artifact))
 }
 
 /// The bearer token a browser offered as the subprotocol `bearer.<token>` (browsers cannot

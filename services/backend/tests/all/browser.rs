@@ -1,9 +1,11 @@
 //! End-to-end tests of the web console in a real headless Chromium, driven over CDP
 //! (`cdp.rs`), against an in-process local backend (the real binary in `restart.rs`) and the
 //! scripted model server. They need Chromium (scripts/setup installs it) and fail saying so
-//! when it is missing.
+//! when it is missing. `agent_browser` is the agent's side: the browser tools run by the
+//! backend, and their screenshot in the console.
 
 mod a11y;
+mod agent_browser;
 pub(crate) mod cdp;
 mod console;
 mod flows;

@@ -35,6 +35,17 @@ impl Harness {
         turns: Vec<Turn>,
         extra_env: &[(&str, &str)],
     ) -> Harness {
+        Self::start_with_tools(api_type, turns, extra_env, lumina_tools::builtin_registry()).await
+    }
+
+    /// A backend with these built-in tools (e.g. browser tools allowed to reach the test's
+    /// own loopback server, `lumina_tools::builtin_registry_with`).
+    pub async fn start_with_tools(
+        api_type: &str,
+        turns: Vec<Turn>,
+        extra_env: &[(&str, &str)],
+        tools: lumina_tools::ToolRegistry,
+    ) -> Harness {
         let tmp = tempfile::tempdir().unwrap();
         let project = tmp.path().join("project");
         std::fs::create_dir_all(&project).unwrap();
@@ -52,13 +63,16 @@ impl Harness {
         for (k, v) in extra_env {
             vars.push((k.to_string(), v.to_string()));
         }
-        let backend = local::build(&LocalOptions {
-            app_root: AppRoot::new(&app_root),
-            env: Env::from_pairs(vars),
-            port: 0,
-            project_root: project.clone(),
-            allow_loopback_agents: true,
-        })
+        let backend = local::build_with_tools(
+            &LocalOptions {
+                app_root: AppRoot::new(&app_root),
+                env: Env::from_pairs(vars),
+                port: 0,
+                project_root: project.clone(),
+                allow_loopback_agents: true,
+            },
+            tools,
+        )
         .await
         .unwrap();
         let url = format!("ws://{}{}", backend.addr, WS_PATH);

@@ -46,6 +46,14 @@ use crate::ToolRegistry;
 /// live elsewhere and are registered by the runtime). `web_fetch` and the browser tools use
 /// the system resolver.
 pub fn builtin_registry() -> ToolRegistry {
+    builtin_registry_with(WebFetch::default(), &BrowserTools::default())
+}
+
+/// [`builtin_registry`] with the given `web_fetch` and browser tools: for tests whose
+/// backend must reach their own loopback server (`allow_private_target_for_tests` on both).
+/// No setting, environment variable or flag leads here; production builds
+/// [`builtin_registry`].
+pub fn builtin_registry_with(web_fetch: WebFetch, browser: &BrowserTools) -> ToolRegistry {
     let mut registry = ToolRegistry::new();
     registry.register(Arc::new(ReadFile));
     registry.register(Arc::new(WriteFile));
@@ -55,9 +63,9 @@ pub fn builtin_registry() -> ToolRegistry {
     registry.register(Arc::new(Grep));
     registry.register(Arc::new(Shell));
     registry.register(Arc::new(TodoWrite));
-    registry.register(Arc::new(WebFetch::default()));
+    registry.register(Arc::new(web_fetch));
     registry.register(Arc::new(WebSearch));
-    for tool in BrowserTools::default().tools() {
+    for tool in browser.tools() {
         registry.register(tool);
     }
     registry

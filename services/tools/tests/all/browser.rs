@@ -263,6 +263,11 @@ async fn a_form_is_filled_and_submitted_the_private_image_is_blocked_and_the_pro
         path.starts_with(fx.ctx.results_dir.join("artifacts")),
         "{path:?}"
     );
+    assert_eq!(shot.metadata["artifact"]["title"], "Thanks");
+    assert!(shot.metadata["artifact"]["url"]
+        .as_str()
+        .unwrap()
+        .starts_with(&fx.site.url("/submit")));
     let png = std::fs::read(&path).unwrap();
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     assert!(png.len() > 1000, "a {}-byte PNG is too small", png.len());

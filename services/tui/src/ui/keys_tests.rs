@@ -188,6 +188,47 @@ fn deltas_stream_then_the_durable_message_wins() {
 }
 
 #[test]
+fn a_tool_result_with_an_artifact_keeps_its_path() {
+    let mut app = app();
+    let path = "/r/state/tool-results/s1/artifacts/screenshot-c1.png";
+    app.update(frames(vec![
+        started("r1"),
+        Event::ToolStarted {
+            run_id: "r1".into(),
+            step: 1,
+            call_id: "c1".into(),
+            tool: "browser_screenshot".into(),
+            arguments: json!({}),
+        },
+        Event::ToolCompleted {
+            run_id: "r1".into(),
+            call_id: "c1".into(),
+            tool: "browser_screenshot".into(),
+            is_error: false,
+            output: format!("Saved a screenshot (1280×800, 9 bytes) to {path}"),
+            metadata: json!({"artifact": {
+                "kind": "screenshot", "path": path, "media_type": "image/png", "bytes": 9
+            }}),
+        },
+    ]));
+    let EntryKind::Tool(tool) = app.transcript.get(0).unwrap() else {
+        panic!()
+    };
+    assert_eq!(
+        tool.artifact,
+        Some(crate::ui::transcript::ToolArtifact {
+            kind: "screenshot".into(),
+            path: path.into(),
+        })
+    );
+    // A result without one (or with no path) has none.
+    assert_eq!(
+        crate::ui::transcript::ToolArtifact::from_metadata(&json!({"artifact": {"kind": "x"}})),
+        None
+    );
+}
+
+#[test]
 fn tools_diffs_tasks_and_unknown_kinds() {
     let mut app = app();
     app.update(frames(vec![

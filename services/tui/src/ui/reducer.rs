@@ -12,7 +12,7 @@ use super::app::{
 };
 use super::render::entries::tool_summary;
 use super::team::{team_line, TeamTranscript};
-use super::transcript::{EntryKind, Level, ToolEntry, ToolState};
+use super::transcript::{EntryKind, Level, ToolArtifact, ToolEntry, ToolState};
 
 impl App {
     pub(crate) fn on_conn(&mut self, event: ConnEvent) {
@@ -318,6 +318,7 @@ impl App {
                         .and_then(Value::as_str)
                         .map(str::to_string);
                     entry.exit_code = metadata.get("exit_code").and_then(Value::as_i64);
+                    entry.artifact = ToolArtifact::from_metadata(metadata);
                 }
                 self.running_tools.retain(|t| t.call_id != *call_id);
             }

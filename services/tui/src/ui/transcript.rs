@@ -51,10 +51,35 @@ pub struct ToolEntry {
     /// The unified diff of a file edit (`tool.completed` metadata).
     pub diff: Option<String>,
     pub exit_code: Option<i64>,
+    /// A file the call saved among the session's artifacts (`tool.completed` metadata
+    /// `artifact`: the browser's screenshots).
+    pub artifact: Option<ToolArtifact>,
     /// How the permission question was settled, when there was one.
     pub permission: Option<String>,
     pub expanded: bool,
     pub selected: bool,
+}
+
+/// `metadata.artifact` of a tool result: what it is and where it was saved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolArtifact {
+    /// `screenshot`, …
+    pub kind: String,
+    pub path: String,
+}
+
+impl ToolArtifact {
+    /// From a result's metadata, when it names an artifact with a path.
+    pub fn from_metadata(metadata: &Value) -> Option<Self> {
+        let artifact = metadata.get("artifact")?;
+        let path = artifact.get("path")?.as_str()?.to_string();
+        let kind = artifact
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or("artifact")
+            .to_string();
+        Some(Self { kind, path })
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -75,6 +100,7 @@ impl ToolEntry {
             output: String::new(),
             diff: None,
             exit_code: None,
+            artifact: None,
             permission: None,
             expanded: false,
             selected: false,

@@ -3,11 +3,11 @@
 // dialog, which comes back after a reload because pending requests are in the journal.
 
 import { h, append, clear, pretty, diffView, uuid } from './dom.js';
-import { Timeline } from './timeline.js';
+import { Timeline, artifactSource } from './timeline.js';
 import { Panels } from './panels.js';
 
 export function sessionPage(main, conn, sessionId) {
-  const timeline = new Timeline();
+  const timeline = new Timeline({ artifactSource: (name) => artifactSource(conn, sessionId, name) });
   const error = h('p', { class: 'error', role: 'alert', id: 'session-error' });
   const report = (text) => { error.textContent = text; };
   const panels = new Panels(conn, sessionId, report);

@@ -2,11 +2,13 @@
 // (input and output collapsed), run boundaries and notices. Main stream only; sub-agents
 // appear in the agent tree.
 
-import { h, pretty, diffView } from './dom.js';
+import { h, append, pretty, diffView } from './dom.js';
 import { renderMarkdown } from './markdown.js';
 
 export class Timeline {
-  constructor() {
+  // `artifactSource(name)`: a promise of the `src` of one of the session's artifact images.
+  constructor({ artifactSource } = {}) {
+    this.artifactSource = artifactSource || null;
     this.el = h('ol', { class: 'timeline', id: 'timeline', 'aria-label': 'Conversation', 'aria-live': 'polite' });
     this.streaming = new Map(); // "run:step" -> {el, text, frame}
     this.tools = new Map(); // call_id -> {card, status, body}
@@ -157,5 +159,66 @@ export class Timeline {
     t.body.append(h('h4', {}, 'Output'), h('pre', { class: 'output', tabindex: '0' }, pretty(e.output)));
     const diff = e.metadata && e.metadata.diff;
     if (diff) t.body.append(h('h4', {}, 'Diff'), diffView(diff));
+    const artifact = e.metadata && e.metadata.artifact;
+    if (artifact && typeof artifact === 'object') {
+      const view = artifactView(artifact, this.artifactSource);
+      // A picture is the point of the call: shown without opening the card.
+      t.card.after(view);
+    }
   }
+}
+
+const IMAGE_TYPES = new Set(['image/png']);
+
+/**
+ * A tool's artifact (`metadata.artifact`, e.g. browser_screenshot's PNG): the image with
+ * its alt text, a button that shows it at full size (and back), and the file's path. An
+ * image the backend cannot serve here (in the cluster it stays on the instance that took
+ * it) leaves the path and says so.
+ */
+function artifactView(artifact, source) {
+  const path = String(artifact.path || '');
+  const name = path.split('/').pop();
+  const what = artifact.kind === 'screenshot' ? 'Screenshot' : 'Artifact';
+  const caption = h('figcaption', { class: 'small muted' }, `${what} saved to `, h('code', {}, path),
+    typeof artifact.bytes === 'number' ? ` (${artifact.bytes} bytes)` : '');
+  const figure = h('figure', { class: 'artifact' });
+  if (!source || !IMAGE_TYPES.has(artifact.media_type) || !/^[A-Za-z0-9][A-Za-z0-9._-]*$/.test(name)) {
+    return append(figure, [caption]);
+  }
+  const page = artifact.title ? `“${artifact.title}”` : '';
+  const where = artifact.url ? `${page ? ' ' : ''}(${artifact.url})` : '';
+  const alt = page || where ? `${what} of the page ${page}${where}` : `${what} taken by the browser`;
+  const img = h('img', { alt, class: 'artifact-image' });
+  const toggle = h('button', { type: 'button', class: 'artifact-toggle', 'aria-expanded': 'false', title: 'Show at full size' }, img);
+  toggle.addEventListener('click', () => {
+    const full = toggle.getAttribute('aria-expanded') !== 'true';
+    toggle.setAttribute('aria-expanded', String(full));
+    toggle.title = full ? 'Show smaller' : 'Show at full size';
+  });
+  const missing = h('p', { class: 'small artifact-missing', hidden: true },
+    'The image cannot be shown here (in a cluster it is kept on the instance that took it).');
+  const unavailable = () => { toggle.hidden = true; missing.hidden = false; };
+  img.addEventListener('error', unavailable);
+  source(name).then((src) => { img.src = src; }, unavailable);
+  return append(figure, [toggle, caption, missing]);
+}
+
+/**
+ * The `src` of a session's artifact: its URL when the console cookie (or an authenticating
+ * proxy) signs the browser's own requests; with a pasted JWT, which only this page holds,
+ * fetched with it and turned into a `data:` URL (the CSP's `img-src 'self' data:`).
+ */
+export async function artifactSource(conn, sessionId, name) {
+  const url = `/console/api/sessions/${encodeURIComponent(sessionId)}/artifacts/${encodeURIComponent(name)}`;
+  if (!conn.jwt) return url;
+  const response = await fetch(url, { headers: { Authorization: 'Bearer ' + conn.jwt }, credentials: 'omit' });
+  if (!response.ok) throw new Error(`the backend answered ${response.status}`);
+  const blob = await response.blob();
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(reader.error);
+    reader.readAsDataURL(blob);
+  });
 }

@@ -12,7 +12,7 @@ use serde_json::json;
 use super::cdp::{Browser, Page};
 use crate::support::Harness;
 
-async fn assert_accessible(page: &Page<'_>, what: &str) {
+pub(super) async fn assert_accessible(page: &Page<'_>, what: &str) {
     let violations = page.axe_violations().await;
     assert!(
         violations.is_empty(),

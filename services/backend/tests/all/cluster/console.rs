@@ -2,7 +2,8 @@
 //! behind no proxy, a pasted JWT on each, one session seen from both, a tenant that does not
 //! see it; and a third instance configured with `jwt_proxy_header`, where a page load
 //! carrying the header (as an authenticating proxy would add it) signs in without a paste —
-//! while the same header is ignored by the instances not configured for it.
+//! while the same header is ignored by the instances not configured for it. Also the
+//! artifact route's tenant check.
 
 use lumina_testkit::Turn;
 use serde_json::{json, Value};
@@ -140,6 +141,42 @@ async fn scenario() {
         json!(0),
         "another tenant sees nothing of the session"
     );
+
+    // The session's artifacts (docs/console.md#artifacts): its tenant's JWT reads them;
+    // another tenant's, one without the read scope, or none does not. (These instances
+    // share one AppRoot, so both find the file; in a deployment each has its own disk.)
+    let artifacts = cluster
+        .tmp
+        .path()
+        .join("app/state/tool-results")
+        .join(&session_id)
+        .join("artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let png = b"\x89PNG\r\n\x1a\n(a picture)".to_vec();
+    std::fs::write(artifacts.join("screenshot-c1.png"), &png).unwrap();
+    let http = reqwest::Client::new();
+    let write_only = cluster.token("bob", "t1", &["lumina:session:write"]);
+    for (i, token, status) in [
+        (0, Some(&token), 200),
+        (1, Some(&token), 200),
+        (1, Some(&other_tenant), 404),
+        (0, Some(&write_only), 403),
+        (0, None, 401),
+    ] {
+        let mut request = http.get(format!(
+            "http://127.0.0.1:{}/console/api/sessions/{session_id}/artifacts/screenshot-c1.png",
+            cluster.instances[i].port
+        ));
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        let response = request.send().await.unwrap();
+        assert_eq!(response.status(), status, "instance {i}, token {token:?}");
+        if status == 200 {
+            assert_eq!(response.headers()["content-type"], "image/png");
+            assert_eq!(response.bytes().await.unwrap().as_ref(), png.as_slice());
+        }
+    }
 
     // A proxy header on instances not configured for it is ignored, even with a valid JWT.
     let forged = browser.page().await;

@@ -398,6 +398,12 @@ impl BrowserTool {
                 let mut guard = self.kit.session(ctx, false).await?;
                 let browser = running(&mut guard)?;
                 let png = browser.screenshot(a.full_page).await.map_err(failed)?;
+                // What the picture shows, for its caption and alt text (the console's).
+                let shown = browser
+                    .tabs()
+                    .await
+                    .ok()
+                    .and_then(|tabs| tabs.into_iter().find(|t| t.active));
                 let dir = ctx.results_dir.join(SCREENSHOT_DIR);
                 let path = dir.join(format!("screenshot-{}.png", file_safe(&ctx.call_id)));
                 let written = async {
@@ -424,6 +430,8 @@ impl BrowserTool {
                         "path": path.display().to_string(),
                         "media_type": "image/png",
                         "bytes": png.len(),
+                        "url": shown.as_ref().map(|t| t.url.as_str()),
+                        "title": shown.as_ref().map(|t| t.title.as_str()),
                     }
                 })))
             }

@@ -85,7 +85,12 @@ pub fn tool_summary(tool: &str, arguments: &Value) -> String {
             Some(path) => format!("{p} in {path}"),
             None => p.to_string(),
         }),
-        "web_fetch" => field("url").map(str::to_string),
+        "web_fetch" | "browser_open" => field("url").map(str::to_string),
+        "browser_click" | "browser_type" | "browser_select" | "browser_extract" => {
+            field("selector")
+                .map(str::to_string)
+                .or_else(|| arguments.get("ref").map(|r| format!("ref {r}")))
+        }
         "web_search" | "memory_search" => field("query").map(str::to_string),
         "memory_remember" => field("text").map(str::to_string),
         "agent" => field("prompt").map(str::to_string),
@@ -160,9 +165,24 @@ fn tool_lines(tool: &ToolEntry, width: usize) -> Vec<Line<'static>> {
             &indent(),
         ));
     }
+    // A saved file's path in full (wrapped, never cut): the screenshot is there.
+    if let Some(artifact) = &tool.artifact {
+        lines.extend(wrap::wrap(
+            &[
+                Span::styled(
+                    format!("{} saved: ", sanitize(&artifact.kind)),
+                    theme::dim(),
+                ),
+                Span::styled(sanitize(&artifact.path), theme::plain()),
+            ],
+            width,
+            &gutter(),
+            &indent(),
+        ));
+    }
     if tool.expanded {
         lines.extend(expanded_body(tool, width));
-    } else {
+    } else if tool.artifact.is_none() || tool.state != ToolState::Succeeded {
         lines.extend(collapsed_body(tool, width));
     }
     lines
@@ -340,7 +360,61 @@ fn notice(level: Level, text: &str, width: usize) -> Vec<Line<'static>> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::ui::transcript::ToolArtifact;
     use crate::ui::wrap::str_width;
+
+    fn text(lines: &[Line<'_>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_screenshot_shows_its_whole_path_under_the_tool_line() {
+        let path = "/home/ada/.lumina/state/tool-results/0f3c/artifacts/screenshot-toolu_01.png";
+        let mut tool = ToolEntry::new("toolu_01", "browser_screenshot", json!({}));
+        tool.state = ToolState::Succeeded;
+        tool.output = format!("Saved a screenshot (1280×800, 48213 bytes) to {path}");
+        tool.artifact = Some(ToolArtifact {
+            kind: "screenshot".into(),
+            path: path.into(),
+        });
+        assert_eq!(
+            text(&render(&EntryKind::Tool(tool.clone()), 100)),
+            vec![
+                "✓ browser_screenshot".to_string(),
+                format!("  ⎿ screenshot saved: {path}"),
+                String::new(),
+            ]
+        );
+        // Narrow: the path wraps, nothing of it is cut.
+        let narrow = text(&render(&EntryKind::Tool(tool.clone()), 40));
+        assert!(narrow.len() > 3, "{narrow:?}");
+        assert!(narrow.iter().all(|l| str_width(l) <= 40), "{narrow:?}");
+        assert!(
+            narrow.concat().replace(' ', "").contains(path),
+            "{narrow:?}"
+        );
+        // Expanded: the path, then the arguments and the output.
+        tool.expanded = true;
+        let expanded = text(&render(&EntryKind::Tool(tool), 200));
+        assert_eq!(expanded[1], format!("  ⎿ screenshot saved: {path}"));
+        assert!(expanded.iter().any(|l| l.contains("Saved a screenshot")));
+        // The browser tools' arguments summarize as their URL or target.
+        assert_eq!(
+            tool_summary("browser_open", &json!({"url": "https://docs.rs"})),
+            "https://docs.rs"
+        );
+        assert_eq!(tool_summary("browser_click", &json!({"ref": 3})), "ref 3");
+        assert_eq!(
+            tool_summary("browser_type", &json!({"selector": "#name", "text": "Ada"})),
+            "#name"
+        );
+    }
 
     /// Symbols of ambiguous or emoji width render differently across terminals and break
     /// alignment; everything drawn must be one cell wide.
