@@ -181,7 +181,7 @@ pub async fn build_with_tools(
     });
     // Project-document RAG (docs/rag.md): `rag_ingest` / `rag_search` over one SQLite
     // database per project under the AppRoot, apart from the memory files.
-    let mut tools = lumina_tools::builtin_registry();
+    let mut tools = tools;
     let rag = Arc::new(lumina_rag::Rag::new(
         Arc::new(lumina_rag::sqlite::SqliteRag::new(app_root.clone())),
         embedder.clone(),
