@@ -16,7 +16,9 @@ use lumina_config::AppRoot;
 use rusqlite::{params, Connection, ErrorCode, OpenFlags, OptionalExtension};
 
 use crate::chunk::Chunk;
-use crate::store::{ChunkKey, ChunkVector, FileRecord, RagStore, StoredChunk};
+use crate::store::{
+    check_chunks, check_project, ChunkKey, ChunkVector, FileRecord, RagStore, StoredChunk,
+};
 use crate::{Error, Result};
 
 /// The schema version in `PRAGMA user_version`.
@@ -91,20 +93,6 @@ impl<T> DbResultExt<T> for rusqlite::Result<T> {
                 Error::Unavailable(format!("{context}: {e}"))
             }
         })
-    }
-}
-
-/// A project id is a path component here: only `[A-Za-z0-9_-]`, 1 to 64 characters.
-pub(crate) fn check_project(project: &str) -> Result<()> {
-    let ok = !project.is_empty()
-        && project.len() <= 64
-        && project
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::Invalid(format!("invalid project id `{project}`")))
     }
 }
 
@@ -575,28 +563,4 @@ pub(crate) fn top(mut scored: Vec<(ChunkKey, f64)>, limit: usize) -> Vec<(ChunkK
     scored.sort_by(|a, b| b.1.total_cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     scored.truncate(limit);
     scored
-}
-
-/// A file's chunks must be numbered 1..=n with `file.chunks == n` and spans in order.
-pub(crate) fn check_chunks(file: &FileRecord, chunks: &[Chunk]) -> Result<()> {
-    if usize::try_from(file.chunks).ok() != Some(chunks.len()) {
-        return Err(Error::Invalid(format!(
-            "{} says {} chunks but {} were given",
-            file.path,
-            file.chunks,
-            chunks.len()
-        )));
-    }
-    for (n, c) in chunks.iter().enumerate() {
-        if usize::try_from(c.index).ok() != Some(n + 1) || c.start > c.end {
-            return Err(Error::Invalid(format!(
-                "chunk {} of {} is out of order",
-                c.index, file.path
-            )));
-        }
-    }
-    if file.path.is_empty() {
-        return Err(Error::Invalid("a file needs a path".into()));
-    }
-    Ok(())
 }

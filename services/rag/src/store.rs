@@ -10,7 +10,7 @@
 use async_trait::async_trait;
 
 use crate::chunk::Chunk;
-use crate::Result;
+use crate::{Error, Result};
 
 /// What the store knows about one ingested file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,4 +110,44 @@ pub trait RagStore: Send + Sync + 'static {
     /// Stores vectors of `model` (replacing any of the same chunk and model). Vectors of
     /// chunk ids that no longer exist (the file was re-ingested meanwhile) are ignored.
     async fn put_vectors(&self, project: &str, model: &str, vectors: &[ChunkVector]) -> Result<()>;
+}
+
+/// A project id is a path component (the local store's directory name) and a key: only
+/// `[A-Za-z0-9_-]`, 1 to 64 characters. Every backend checks it the same way.
+pub fn check_project(project: &str) -> Result<()> {
+    let ok = !project.is_empty()
+        && project.len() <= 64
+        && project
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::Invalid(format!("invalid project id `{project}`")))
+    }
+}
+
+/// What [`RagStore::put_file`] requires of its arguments, for every backend: chunks
+/// numbered 1..=n with `file.chunks == n`, spans that do not run backwards, and a path.
+pub fn check_chunks(file: &FileRecord, chunks: &[Chunk]) -> Result<()> {
+    if usize::try_from(file.chunks).ok() != Some(chunks.len()) {
+        return Err(Error::Invalid(format!(
+            "{} says {} chunks but {} were given",
+            file.path,
+            file.chunks,
+            chunks.len()
+        )));
+    }
+    for (n, c) in chunks.iter().enumerate() {
+        if usize::try_from(c.index).ok() != Some(n + 1) || c.start > c.end {
+            return Err(Error::Invalid(format!(
+                "chunk {} of {} is out of order",
+                c.index, file.path
+            )));
+        }
+    }
+    if file.path.is_empty() {
+        return Err(Error::Invalid("a file needs a path".into()));
+    }
+    Ok(())
 }

@@ -17,6 +17,7 @@ use lumina_journal::postgres::PgJournal;
 use lumina_journal::{Fence, JournalStore, SessionKey};
 use lumina_memory_postgres::{PgMemory, PgMemoryOptions};
 use lumina_protocol::methods::{DrainResult, Identity};
+use lumina_rag_postgres::PgRag;
 use lumina_runtime::{Ownership, Runtime, RuntimeOptions};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
@@ -166,6 +167,20 @@ impl Node {
             },
             None,
         );
+        // Project-document RAG (docs/rag.md): `rag_ingest` / `rag_search` over the tenant's
+        // own rows (tenant, project) of the `rag_*` tables, apart from the memory tables, on
+        // the same pool. Full text only, as the cluster's Memory Fabric (no embedder here).
+        // Unfenced like memory: the index is derived from the project's files, and
+        // ingestion is idempotent.
+        let mut tools = lumina_tools::builtin_registry();
+        let rag = lumina_rag::Rag::new(
+            Arc::new(PgRag::from_pool(self.pg.pool().clone(), tenant)),
+            None,
+            lumina_rag::RagOptions::default(),
+        );
+        for tool in lumina_rag::tools::tools(Arc::new(rag)) {
+            tools.register(tool);
+        }
         let runtime = Runtime::new(
             RuntimeOptions {
                 app_root: self.app_root.clone(),
@@ -180,7 +195,7 @@ impl Node {
                 default_project_root: self.project_root.clone(),
             },
             self.store.clone(),
-            lumina_tools::builtin_registry(),
+            tools,
             ownership,
         )
         // Each tenant has its own MCP server processes. Nobody can finish a browser sign-in

@@ -50,10 +50,15 @@ pub const MIGRATIONS: &[Migration] = &[
         name: "0005_permission_audit.sql",
         sql: include_str!("../../../../sql/postgres/0005_permission_audit.sql"),
     },
+    Migration {
+        version: 6,
+        name: "0006_rag.sql",
+        sql: include_str!("../../../../sql/postgres/0006_rag.sql"),
+    },
 ];
 
 /// The schema version this build reads and writes (the last entry of [`MIGRATIONS`]).
-pub const SCHEMA_VERSION: i32 = 5;
+pub const SCHEMA_VERSION: i32 = 6;
 
 /// The `pg_advisory_xact_lock` key serializing migrations ("Lumina" in ASCII).
 pub const MIGRATION_LOCK_KEY: i64 = 0x4c75_6d69_6e61;

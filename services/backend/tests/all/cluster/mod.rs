@@ -11,6 +11,7 @@ mod conversation;
 mod failover;
 mod memory;
 mod memory_compile;
+mod rag;
 mod routing;
 mod support;
 mod takeover;
