@@ -50,7 +50,9 @@ pub struct Target {
     /// The base URL (its card is `<url>/.well-known/agent-card.json`), or the card's URL.
     pub url: String,
     pub bearer: Option<Secret>,
+    /// Signs each call for `audience` (the peer's node name); unsigned without both.
     pub signer: Option<Arc<Signer>>,
+    pub audience: Option<String>,
 }
 
 impl std::fmt::Debug for Target {
@@ -60,6 +62,7 @@ impl std::fmt::Debug for Target {
             .field("url", &self.url)
             .field("bearer", &self.bearer)
             .field("signer", &self.signer)
+            .field("audience", &self.audience)
             .finish()
     }
 }
@@ -322,13 +325,13 @@ impl A2aClient {
         if let Some(token) = &target.bearer {
             request = request.bearer_auth(token.expose());
         }
-        if let Some(signer) = &target.signer {
+        if let (Some(signer), Some(audience)) = (&target.signer, &target.audience) {
             let scope = match method {
                 "GetTask" | "SubscribeToTask" | "ListTasks" => lumina_peer::SCOPE_READ,
                 _ => lumina_peer::SCOPE_WRITE,
             };
             let signed = signer
-                .sign(scope)
+                .sign(scope, audience)
                 .map_err(|e| ClientError::Sign(e.to_string()))?;
             for (name, value) in signed.headers() {
                 request = request.header(name, value);

@@ -131,6 +131,21 @@ impl Outcome {
         out
     }
 
+    /// What the remote task produced, as plain text: the one artifact's parts (several:
+    /// each under its name), else the last status or direct message. Empty when neither.
+    pub fn result_text(&self) -> String {
+        match self.artifacts.as_slice() {
+            [] => self.message.clone().unwrap_or_default(),
+            [only] => only
+                .parts
+                .iter()
+                .map(part_text)
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => self.artifacts_text(),
+        }
+    }
+
     /// The report a caller (the model) reads: what happened and what it can do next.
     pub fn report(&self, agent: &str, waited: Duration) -> String {
         let task = self.task_id.as_deref().unwrap_or("-");

@@ -92,6 +92,17 @@ pub struct A2aPeer {
     /// `peer` has a node name and a key).
     #[serde(default = "yes")]
     pub sign: bool,
+    /// The peer's own node name (its `peer.node`): the audience its signatures are bound
+    /// to. Default: the peer's name in `a2a_peers`.
+    #[serde(default)]
+    pub node: Option<String>,
+}
+
+impl A2aPeer {
+    /// The node signed calls to this peer are meant for: `node`, else the peer's `name`.
+    pub fn audience<'a>(&'a self, name: &'a str) -> &'a str {
+        self.node.as_deref().unwrap_or(name)
+    }
 }
 
 fn yes() -> bool {
@@ -166,6 +177,11 @@ pub(crate) fn check_a2a_peers(value: &Value) -> Result<(), Problem> {
         if !(peer.url.starts_with("https://") || peer.url.starts_with("http://")) {
             return Err(Problem(format!("`{name}.url`: an http:// or https:// URL")));
         }
+        if peer.node.as_deref().is_some_and(|node| !is_token(node)) {
+            return Err(Problem(format!(
+                "`{name}.node`: a node name is 1-128 characters of A-Z a-z 0-9 . _ -"
+            )));
+        }
     }
     Ok(())
 }
@@ -193,6 +209,19 @@ fn decode<T: serde::de::DeserializeOwned>(value: &Value) -> Result<T, Problem> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_peers_node_is_its_audience() {
+        let peer: A2aPeer = serde_json::from_value(json!({"url": "https://r.example"})).unwrap();
+        assert_eq!(peer.audience("research"), "research");
+        let peer: A2aPeer =
+            serde_json::from_value(json!({"url": "https://r.example", "node": "west"})).unwrap();
+        assert_eq!(peer.audience("research"), "west");
+        let err = check_a2a_peers(&json!({"r": {"url": "https://r.example", "node": "a b"}}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("`r.node`: "), "{err}");
+    }
 
     #[test]
     fn errors_name_the_field_and_never_the_value() {

@@ -4,8 +4,10 @@
 //! ([`Signed::headers`] / [`Signed::from_headers`]) and the key derivation
 //! ([`derive_key`]), so the two sides cannot drift.
 //!
-//! A signature covers `node\nts\nnonce\nscope`: who signs, when (Unix seconds), a random
-//! nonce, and what the call may do (`a2a:read`, `a2a:write`). Keys, strongest first:
+//! A signature covers `node\nts\nnonce\nscope\naudience`: who signs, when (Unix seconds), a
+//! random nonce, what the call may do (`a2a:read`, `a2a:write`) and the node it is meant
+//! for (the receiving deployment's `peer.node`), so a call presented to another deployment
+//! that trusts the same signer is refused there. Keys, strongest first:
 //! Ed25519 (the node's private key; verifiers hold its public key), HMAC-SHA256 with a
 //! per-node key derived by HKDF-SHA256 from a master secret, HMAC-SHA256 with a key the
 //! fleet shares. A signer uses the strongest key it has; a verifier accepts from a node
@@ -41,6 +43,8 @@ pub const HEADER_TS: &str = "lumina-peer-ts";
 pub const HEADER_NONCE: &str = "lumina-peer-nonce";
 /// What the call may do: `a2a:read` or `a2a:write`.
 pub const HEADER_SCOPE: &str = "lumina-peer-scope";
+/// The node the call is meant for.
+pub const HEADER_AUDIENCE: &str = "lumina-peer-audience";
 /// The key kind: `ed25519`, `hmac-derived` or `hmac-shared`.
 pub const HEADER_ALG: &str = "lumina-peer-alg";
 /// The signature over the canonical string, base64url without padding.
@@ -102,13 +106,18 @@ pub struct Claims {
     pub ts: i64,
     pub nonce: String,
     pub scope: String,
+    /// The node the call is meant for: the receiver's `peer.node`.
+    pub audience: String,
 }
 
 impl Claims {
-    /// `node\nts\nnonce\nscope`: the one canonical string both sides sign. No field can
-    /// hold a newline (they are checked tokens and digits), so it is unambiguous.
+    /// `node\nts\nnonce\nscope\naudience`: the one canonical string both sides sign. No
+    /// field can hold a newline (they are checked tokens and digits), so it is unambiguous.
     pub fn canonical(&self) -> String {
-        format!("{}\n{}\n{}\n{}", self.node, self.ts, self.nonce, self.scope)
+        format!(
+            "{}\n{}\n{}\n{}\n{}",
+            self.node, self.ts, self.nonce, self.scope, self.audience
+        )
     }
 }
 
@@ -130,6 +139,7 @@ pub(crate) enum Why {
     Window,
     Signature,
     Scope,
+    Audience,
     Replay,
     Full,
 }
@@ -144,6 +154,7 @@ impl Why {
             Self::Window => "timestamp outside the window",
             Self::Signature => "bad signature",
             Self::Scope => "scope not granted to the node",
+            Self::Audience => "signed for another node (or this node has no name)",
             Self::Replay => "nonce already used",
             Self::Full => "nonce memory full",
         }
@@ -151,13 +162,14 @@ impl Why {
 }
 
 impl Signed {
-    /// The six headers (lower-case names) carrying this signature.
-    pub fn headers(&self) -> [(&'static str, String); 6] {
+    /// The seven headers (lower-case names) carrying this signature.
+    pub fn headers(&self) -> [(&'static str, String); 7] {
         [
             (HEADER_NODE, self.claims.node.clone()),
             (HEADER_TS, self.claims.ts.to_string()),
             (HEADER_NONCE, self.claims.nonce.clone()),
             (HEADER_SCOPE, self.claims.scope.clone()),
+            (HEADER_AUDIENCE, self.claims.audience.clone()),
             (HEADER_ALG, self.kind.wire_name().to_owned()),
             (HEADER_SIGNATURE, URL_SAFE_NO_PAD.encode(&self.signature)),
         ]
@@ -171,6 +183,7 @@ impl Signed {
         let ts = field(HEADER_TS)?;
         let nonce = field(HEADER_NONCE)?;
         let scope = field(HEADER_SCOPE)?;
+        let audience = field(HEADER_AUDIENCE)?;
         let kind = KeyKind::from_wire(field(HEADER_ALG)?).ok_or(Why::Malformed)?;
         let signature = URL_SAFE_NO_PAD
             .decode(field(HEADER_SIGNATURE)?)
@@ -185,6 +198,7 @@ impl Signed {
             KeyKind::Derived | KeyKind::Shared => 32,
         };
         if !is_token(node)
+            || !is_token(audience)
             || !is_token(nonce)
             || nonce.len() < 16
             || !PEER_SCOPES.contains(&scope)
@@ -198,6 +212,7 @@ impl Signed {
                 ts,
                 nonce: nonce.to_owned(),
                 scope: scope.to_owned(),
+                audience: audience.to_owned(),
             },
             kind,
             signature,
@@ -269,8 +284,9 @@ impl Signer {
         }
     }
 
-    /// A fresh signature for one call with `scope`, at `now` (Unix seconds).
-    pub fn sign_at(&self, scope: &str, now: i64) -> Result<Signed> {
+    /// A fresh signature for one call with `scope` to the node `audience` (the receiver's
+    /// `peer.node`), at `now` (Unix seconds).
+    pub fn sign_at(&self, scope: &str, audience: &str, now: i64) -> Result<Signed> {
         let mut nonce = [0u8; 16];
         ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut nonce)
             .map_err(|_| Error::Random)?;
@@ -279,13 +295,14 @@ impl Signer {
             ts: now,
             nonce: hex::encode(nonce),
             scope: scope.to_owned(),
+            audience: audience.to_owned(),
         };
         Ok(self.sign_claims(claims))
     }
 
-    /// A fresh signature for one call with `scope`, now.
-    pub fn sign(&self, scope: &str) -> Result<Signed> {
-        self.sign_at(scope, now_secs())
+    /// A fresh signature for one call with `scope` to `audience`, now.
+    pub fn sign(&self, scope: &str, audience: &str) -> Result<Signed> {
+        self.sign_at(scope, audience, now_secs())
     }
 
     fn sign_claims(&self, claims: Claims) -> Signed {
@@ -321,6 +338,9 @@ pub struct Verified {
 
 /// Checks the signatures of inbound calls from the nodes the settings list.
 pub struct Verifier {
+    /// This node's name (`peer.node`): the audience a signature must name. Without one
+    /// every signature is refused.
+    own: Option<String>,
     shared: Option<hmac::Key>,
     master: Option<Vec<u8>>,
     nodes: HashMap<String, Node>,
@@ -366,6 +386,7 @@ impl Verifier {
             );
         }
         Ok(Self {
+            own: settings.node.clone(),
             shared,
             master,
             nodes,
@@ -445,6 +466,9 @@ impl Verifier {
         }
         if !node.scopes.contains(&claims.scope) {
             return Err(Why::Scope);
+        }
+        if self.own.as_deref() != Some(claims.audience.as_str()) {
+            return Err(Why::Audience);
         }
         // Only signatures that verified reach the memory, so strangers cannot fill it.
         let mut nonces = self.nonces.lock().map_err(|_| Why::Full)?;

@@ -104,7 +104,7 @@ fn each_key_kind_round_trips() {
         assert_eq!(signer.kind(), kind, "the strongest key is used");
         let verifier = Verifier::from_settings(&verifying).unwrap();
         for scope in [SCOPE_READ, SCOPE_WRITE] {
-            let signed = signer.sign_at(scope, NOW).unwrap();
+            let signed = signer.sign_at(scope, "hub", NOW).unwrap();
             assert_eq!(
                 verify(&verifier, &headers(&signed), NOW + 5),
                 ok(kind, scope)
@@ -114,14 +114,18 @@ fn each_key_kind_round_trips() {
 }
 
 #[test]
-fn the_canonical_string_is_four_lines() {
+fn the_canonical_string_is_five_lines() {
     let claims = Claims {
         node: "a".into(),
         ts: 17,
         nonce: "0123456789abcdef".into(),
         scope: SCOPE_WRITE.into(),
+        audience: "hub".into(),
     };
-    assert_eq!(claims.canonical(), "a\n17\n0123456789abcdef\na2a:write");
+    assert_eq!(
+        claims.canonical(),
+        "a\n17\n0123456789abcdef\na2a:write\nhub"
+    );
     // The signature is over exactly that string: an HMAC computed independently matches.
     let signer = signer(PeerSettings {
         shared_key: Some(Secret::new(SHARED)),
@@ -143,13 +147,14 @@ fn tampered_fields_are_refused() {
         .nodes
         .insert("b".into(), node(&[SCOPE_READ, SCOPE_WRITE], None));
     let verifier = Verifier::from_settings(&verifying).unwrap();
-    let signed = signer.sign_at(SCOPE_READ, NOW).unwrap();
+    let signed = signer.sign_at(SCOPE_READ, "hub", NOW).unwrap();
     let good = headers(&signed);
     let tampered = [
         (HEADER_NODE, "b".to_owned()),
         (HEADER_TS, (NOW + 1).to_string()),
         (HEADER_NONCE, "ffffffffffffffffffffffffffffffff".to_owned()),
         (HEADER_SCOPE, SCOPE_WRITE.to_owned()),
+        (HEADER_AUDIENCE, "other".to_owned()),
         (HEADER_SIGNATURE, {
             let mut sig = signed.signature.clone();
             sig[0] ^= 1;
@@ -168,13 +173,63 @@ fn tampered_fields_are_refused() {
 }
 
 #[test]
+fn a_signature_is_accepted_only_by_its_audience() {
+    // Node `a` signs a call for `hub`. Another deployment, `spoke`, trusts `a` with the
+    // same key: the call presented there (a replay by `hub`, say) is refused, for every key
+    // kind, before its nonce is remembered.
+    let cases = [
+        (
+            PeerSettings {
+                shared_key: Some(Secret::new(SHARED)),
+                ..node_a()
+            },
+            hub(true, false, None),
+        ),
+        (
+            PeerSettings {
+                derive_master: Some(Secret::new(MASTER)),
+                ..node_a()
+            },
+            hub(false, true, None),
+        ),
+    ];
+    for (signing, verifying) in cases {
+        let signer = signer(signing);
+        let at_hub = Verifier::from_settings(&verifying).unwrap();
+        let spoke = Verifier::from_settings(&PeerSettings {
+            node: Some("spoke".into()),
+            ..verifying.clone()
+        })
+        .unwrap();
+        let nameless = Verifier::from_settings(&PeerSettings {
+            node: None,
+            ..verifying
+        })
+        .unwrap();
+        let for_hub = headers(&signer.sign_at(SCOPE_WRITE, "hub", NOW).unwrap());
+        assert_eq!(verify(&spoke, &for_hub, NOW), Err(Refused));
+        // A verifier without a node name of its own accepts no signature at all.
+        assert_eq!(verify(&nameless, &for_hub, NOW), Err(Refused));
+        // Relabelling the audience breaks the signature.
+        let mut relabelled = for_hub.clone();
+        relabelled.insert(HEADER_AUDIENCE, "spoke".into());
+        assert_eq!(verify(&spoke, &relabelled, NOW), Err(Refused));
+        // The audience itself accepts it (its nonce was not spent by the refusals).
+        assert_eq!(
+            verify(&at_hub, &for_hub, NOW).map(|v| v.node),
+            Ok("a".to_owned())
+        );
+    }
+}
+
+#[test]
 fn timestamps_outside_the_window_are_refused() {
     let signer = signer(PeerSettings {
         shared_key: Some(Secret::new(SHARED)),
         ..node_a()
     });
     let verifier = Verifier::from_settings(&hub(true, false, None)).unwrap();
-    let at = |now: i64| headers(&signer.sign_at(SCOPE_READ, now).unwrap());
+    let at = |now: i64| headers(&signer.sign_at(SCOPE_READ, "hub", now).unwrap());
     assert_eq!(
         verify(&verifier, &at(NOW - 301), NOW),
         Err(Refused),
@@ -201,18 +256,18 @@ fn a_replayed_nonce_is_refused_and_memory_is_bounded() {
         ..hub(true, false, None)
     })
     .unwrap();
-    let first = headers(&signer.sign_at(SCOPE_WRITE, NOW).unwrap());
+    let first = headers(&signer.sign_at(SCOPE_WRITE, "hub", NOW).unwrap());
     assert!(verify(&verifier, &first, NOW).is_ok());
     assert_eq!(verify(&verifier, &first, NOW + 1), Err(Refused), "replay");
     for _ in 0..2 {
-        let h = headers(&signer.sign_at(SCOPE_WRITE, NOW).unwrap());
+        let h = headers(&signer.sign_at(SCOPE_WRITE, "hub", NOW).unwrap());
         assert!(verify(&verifier, &h, NOW).is_ok());
     }
-    let fourth = headers(&signer.sign_at(SCOPE_WRITE, NOW).unwrap());
+    let fourth = headers(&signer.sign_at(SCOPE_WRITE, "hub", NOW).unwrap());
     assert_eq!(verify(&verifier, &fourth, NOW), Err(Refused), "full");
     // Twice the window later the old nonces are forgotten (their timestamps are out of
     // the window by then, so they cannot be replayed anyway).
-    let later = headers(&signer.sign_at(SCOPE_WRITE, NOW + 20).unwrap());
+    let later = headers(&signer.sign_at(SCOPE_WRITE, "hub", NOW + 20).unwrap());
     assert!(verify(&verifier, &later, NOW + 20).is_ok());
     assert_eq!(verifier.nonces.lock().unwrap().len(), 1);
     assert_eq!(verify(&verifier, &first, NOW + 20), Err(Refused));
@@ -226,7 +281,7 @@ fn a_wrong_key_is_refused() {
         ..node_a()
     });
     let verifier = Verifier::from_settings(&hub(true, false, None)).unwrap();
-    let h = headers(&signer.sign_at(SCOPE_READ, NOW).unwrap());
+    let h = headers(&signer.sign_at(SCOPE_READ, "hub", NOW).unwrap());
     assert_eq!(verify(&verifier, &h, NOW), Err(Refused));
 
     let mine = generate_ed25519().unwrap();
@@ -236,7 +291,7 @@ fn a_wrong_key_is_refused() {
         ..node_a()
     });
     let verifier = Verifier::from_settings(&hub(false, false, Some(&theirs.public_key))).unwrap();
-    let h = headers(&signer.sign_at(SCOPE_READ, NOW).unwrap());
+    let h = headers(&signer.sign_at(SCOPE_READ, "hub", NOW).unwrap());
     assert_eq!(verify(&verifier, &h, NOW), Err(Refused));
 }
 
@@ -254,15 +309,15 @@ fn weaker_kinds_than_configured_are_refused() {
     // The node has an Ed25519 key: HMAC signatures (even valid ones) are a downgrade.
     let strict = Verifier::from_settings(&hub(true, true, Some(&pair.public_key))).unwrap();
     for s in [&shared, &derived] {
-        let h = headers(&s.sign_at(SCOPE_READ, NOW).unwrap());
+        let h = headers(&s.sign_at(SCOPE_READ, "hub", NOW).unwrap());
         assert_eq!(verify(&strict, &h, NOW), Err(Refused), "{:?}", s.kind());
     }
     // A master is configured: a shared-key signature is a downgrade.
     let derived_only = Verifier::from_settings(&hub(true, true, None)).unwrap();
-    let h = headers(&shared.sign_at(SCOPE_READ, NOW).unwrap());
+    let h = headers(&shared.sign_at(SCOPE_READ, "hub", NOW).unwrap());
     assert_eq!(verify(&derived_only, &h, NOW), Err(Refused));
     // Relabelling the algorithm does not help either.
-    let mut h = headers(&shared.sign_at(SCOPE_READ, NOW).unwrap());
+    let mut h = headers(&shared.sign_at(SCOPE_READ, "hub", NOW).unwrap());
     h.insert(HEADER_ALG, KeyKind::Derived.wire_name().into());
     assert_eq!(verify(&derived_only, &h, NOW), Err(Refused));
 }
@@ -276,12 +331,12 @@ fn scopes_are_mapped_per_node() {
     let mut settings = hub(true, false, None);
     settings.nodes.insert("a".into(), node(&[SCOPE_READ], None));
     let verifier = Verifier::from_settings(&settings).unwrap();
-    let read = headers(&signer.sign_at(SCOPE_READ, NOW).unwrap());
+    let read = headers(&signer.sign_at(SCOPE_READ, "hub", NOW).unwrap());
     assert_eq!(
         verify(&verifier, &read, NOW),
         ok(KeyKind::Shared, SCOPE_READ)
     );
-    let write = headers(&signer.sign_at(SCOPE_WRITE, NOW).unwrap());
+    let write = headers(&signer.sign_at(SCOPE_WRITE, "hub", NOW).unwrap());
     assert_eq!(verify(&verifier, &write, NOW), Err(Refused));
     // An unknown node is refused even with the fleet's key.
     let stranger = self::signer(PeerSettings {
@@ -289,7 +344,7 @@ fn scopes_are_mapped_per_node() {
         shared_key: Some(Secret::new(SHARED)),
         ..PeerSettings::default()
     });
-    let h = headers(&stranger.sign_at(SCOPE_READ, NOW).unwrap());
+    let h = headers(&stranger.sign_at(SCOPE_READ, "hub", NOW).unwrap());
     assert_eq!(verify(&verifier, &h, NOW), Err(Refused));
 }
 
@@ -300,13 +355,14 @@ fn malformed_headers_get_the_one_opaque_refusal() {
         ..node_a()
     });
     let verifier = Verifier::from_settings(&hub(true, false, None)).unwrap();
-    let good = headers(&signer.sign_at(SCOPE_READ, NOW).unwrap());
+    let good = headers(&signer.sign_at(SCOPE_READ, "hub", NOW).unwrap());
     let mut cases: Vec<Headers> = Vec::new();
     for name in [
         HEADER_NODE,
         HEADER_TS,
         HEADER_NONCE,
         HEADER_SCOPE,
+        HEADER_AUDIENCE,
         HEADER_ALG,
         HEADER_SIGNATURE,
     ] {

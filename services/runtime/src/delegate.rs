@@ -111,6 +111,7 @@ pub fn resolve_target(settings: &Settings, agent: &str) -> Result<Target, Target
             url: peer.url.clone(),
             bearer: peer.token.clone(),
             signer,
+            audience: Some(peer.audience(agent).to_owned()),
         });
     }
     let is_url = agent.starts_with("https://") || agent.starts_with("http://");
@@ -126,6 +127,7 @@ pub fn resolve_target(settings: &Settings, agent: &str) -> Result<Target, Target
             url: agent.to_owned(),
             bearer: None,
             signer: None,
+            audience: None,
         });
     }
     let known: Vec<&str> = settings.a2a_peers.keys().map(String::as_str).collect();

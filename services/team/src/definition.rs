@@ -70,9 +70,35 @@ pub struct MemberDefinition {
     pub skills: Vec<Skill>,
     /// The member's folder, `<team>/agents/<name>/`.
     pub dir: PathBuf,
+    /// `a2a`: the member is a remote A2A agent; its `tools`, `model`, turn limit, skills
+    /// and `system.md` are the remote agent's business.
+    pub remote: Option<RemoteAgent>,
+}
+
+/// Where a remote member (`agent.yaml` `a2a`) runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RemoteAgent {
+    /// A peer of the `a2a_peers` setting, by name.
+    Peer(String),
+    /// An agent URL (allowed only under an `a2a_allowed_urls` prefix).
+    Url(String),
+}
+
+impl RemoteAgent {
+    /// What `a2a_delegate` would be given as `agent`: the peer's name or the URL.
+    pub fn agent(&self) -> &str {
+        match self {
+            RemoteAgent::Peer(name) | RemoteAgent::Url(name) => name,
+        }
+    }
 }
 
 impl MemberDefinition {
+    /// Whether the member is a remote A2A agent.
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
     /// Whether the member may use the tool called `tool`.
     pub fn allows_tool(&self, tool: &str) -> bool {
         self.tools.matches(tool)

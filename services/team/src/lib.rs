@@ -60,7 +60,7 @@ mod yaml;
 
 pub use builtin::{install_builtins, BuiltinFile, BuiltinTeam, InstallReport, BUILTIN_TEAMS};
 pub use create::create_team;
-pub use definition::{MemberDefinition, TeamDefinition, ToolPatterns};
+pub use definition::{MemberDefinition, RemoteAgent, TeamDefinition, ToolPatterns};
 pub use error::{Error, Issue, IssueKind, Result};
 pub use files::MAX_FILE_BYTES;
 pub use load::{

@@ -6,12 +6,12 @@ use std::path::{Path, PathBuf};
 
 use lumina_skills::{normalize_name, Skill, SkillCatalog, SkillLocation};
 
-use crate::definition::{MemberDefinition, TeamDefinition, ToolPatterns};
+use crate::definition::{MemberDefinition, RemoteAgent, TeamDefinition, ToolPatterns};
 use crate::error::{Error, Issue, IssueKind, Result};
 use crate::files::{self, Entry};
 use crate::lookup::TeamSource;
 use crate::name::check_name;
-use crate::spec::{AgentFile, TeamFile, DEFAULT_MAX_TURNS_PER_TASK};
+use crate::spec::{A2aFile, AgentFile, TeamFile, DEFAULT_MAX_TURNS_PER_TASK};
 use crate::yaml;
 
 /// Most members a team may have.
@@ -31,6 +31,10 @@ pub const MAX_TURNS_PER_TASK: u32 = 10_000;
 pub const MAX_TOOL_PATTERNS: usize = 256;
 /// Longest display name, model name or tool pattern, in characters.
 pub const MAX_LABEL_CHARS: usize = 200;
+/// Longest `a2a.url`, in bytes.
+pub const MAX_URL_BYTES: usize = 2048;
+/// Members whose verdicts are gates (`team_verdict`, a team tool): they run here.
+const GATE_MEMBERS: [&str; 2] = ["qa", "reviewer"];
 
 const TEAM_FILE: &str = "team.yaml";
 
@@ -393,8 +397,11 @@ impl Checker<'_> {
         let file_path = rel.join("agent.yaml");
         let file = file_path.display().to_string();
         let agent = self.yaml::<AgentFile>(&file_path, true);
+        let declared_remote = agent.as_ref().is_some_and(|a| a.a2a.is_some());
         let system_rel = rel.join("system.md");
         let system_prompt = match self.text(&system_rel) {
+            // A remote agent has its own prompt: `system.md` is optional and not sent.
+            Some(_) if declared_remote => None,
             Some(Some(text)) if text.trim().is_empty() => {
                 self.push(Issue::new(
                     &system_rel,
@@ -416,6 +423,13 @@ impl Checker<'_> {
         };
         let catalog = self.skills(&rel.join("skills"), source);
         let agent = agent?;
+        let remote = agent
+            .a2a
+            .as_ref()
+            .and_then(|a2a| self.remote(&file, name, entry, a2a));
+        if agent.a2a.is_some() {
+            self.remote_only(&file, &agent, &catalog, rel);
+        }
 
         self.own_name(&file, &agent.name, name, "member");
         let display_name = self.display_name(&file, agent.display_name.as_deref(), name);
@@ -454,6 +468,7 @@ impl Checker<'_> {
             );
         }
         let skills = match &agent.private_skills {
+            _ if agent.a2a.is_some() => Vec::new(),
             None => catalog.skills.clone(),
             Some(names) => self.private_skills(&file, rel, names, &catalog),
         };
@@ -467,7 +482,116 @@ impl Checker<'_> {
             system_prompt: system_prompt.unwrap_or_default(),
             skills,
             dir: self.dir.join(rel),
+            remote,
         })
+    }
+
+    /// `a2a`: exactly one of `peer` (a peer name) and `url` (an http(s) URL); never the
+    /// entry agent nor a gate member, which run the team's own tools here.
+    fn remote(
+        &mut self,
+        file: &str,
+        name: &str,
+        entry: Option<&str>,
+        a2a: &A2aFile,
+    ) -> Option<RemoteAgent> {
+        let mut fine = true;
+        if Some(name) == entry {
+            fine = false;
+            self.issue(
+                file,
+                "a2a".into(),
+                IssueKind::InvalidValue,
+                format!(
+                    "the entry agent `{name}` cannot be a remote A2A agent: it runs the team here"
+                ),
+            );
+        }
+        if GATE_MEMBERS.contains(&name) {
+            fine = false;
+            self.issue(
+                file,
+                "a2a".into(),
+                IssueKind::InvalidValue,
+                format!(
+                    "`{name}` is a gate member (its verdict is a team tool) and cannot be a \
+                     remote A2A agent"
+                ),
+            );
+        }
+        let remote = match (&a2a.peer, &a2a.url) {
+            (Some(_), Some(_)) => {
+                self.issue(
+                    file,
+                    "a2a".into(),
+                    IssueKind::InvalidValue,
+                    "give either `peer` or `url`, not both".into(),
+                );
+                None
+            }
+            (None, None) => {
+                self.issue(
+                    file,
+                    "a2a".into(),
+                    IssueKind::InvalidValue,
+                    "give `peer` (a peer of the a2a_peers setting) or `url`".into(),
+                );
+                None
+            }
+            (Some(peer), None) => {
+                if lumina_config::is_token(peer) {
+                    Some(RemoteAgent::Peer(peer.clone()))
+                } else {
+                    self.issue(
+                        file,
+                        "a2a.peer".into(),
+                        IssueKind::InvalidName,
+                        format!(
+                            "{peer:?} is not a peer name (1-128 characters of A-Z a-z 0-9 . _ -)"
+                        ),
+                    );
+                    None
+                }
+            }
+            (None, Some(url)) => match check_url(url) {
+                Ok(()) => Some(RemoteAgent::Url(url.clone())),
+                Err(reason) => {
+                    self.issue(file, "a2a.url".into(), IssueKind::InvalidValue, reason);
+                    None
+                }
+            },
+        };
+        remote.filter(|_| fine)
+    }
+
+    /// The fields a remote member cannot use: the remote agent picks its own tools, model,
+    /// turns and skills.
+    fn remote_only(&mut self, file: &str, agent: &AgentFile, catalog: &SkillCatalog, rel: &Path) {
+        let set = [
+            ("model", agent.model.is_some()),
+            ("tools", agent.tools.is_some()),
+            ("max_turns_per_task", agent.max_turns_per_task.is_some()),
+            ("private_skills", agent.private_skills.is_some()),
+        ];
+        for (field, given) in set {
+            if given {
+                self.issue(
+                    file,
+                    field.into(),
+                    IssueKind::InvalidValue,
+                    "has no effect on a remote A2A member (`a2a`): the remote agent uses its \
+                     own; remove it"
+                        .into(),
+                );
+            }
+        }
+        if !catalog.skills.is_empty() {
+            self.push(Issue::new(
+                rel.join("skills"),
+                IssueKind::InvalidValue,
+                "a remote A2A member (`a2a`) has no private skills; remove the folder".into(),
+            ));
+        }
     }
 
     fn peers(&mut self, file: &str, own: &str, list: &[String], members: &[String]) -> Vec<String> {
@@ -723,6 +847,33 @@ fn no_whitespace(value: String, what: &'static str) -> Result<String, LabelProbl
     } else {
         Ok(value)
     }
+}
+
+/// `a2a.url`: an http:// or https:// URL with a host, without whitespace or control
+/// characters, at most [`MAX_URL_BYTES`]. Whether it may be called is the settings' word
+/// (`a2a_allowed_urls`), checked at dispatch.
+fn check_url(url: &str) -> Result<(), String> {
+    let rest = url
+        .strip_prefix("https://")
+        .or_else(|| url.strip_prefix("http://"));
+    let Some(rest) = rest else {
+        return Err(format!("{url:?} is not an http:// or https:// URL"));
+    };
+    if url.len() > MAX_URL_BYTES {
+        return Err(format!("is longer than {MAX_URL_BYTES} bytes"));
+    }
+    if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
+        return Err(format!(
+            "{url:?} contains whitespace or a control character"
+        ));
+    }
+    let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    if host.is_empty() || host.contains('@') {
+        return Err(format!(
+            "{url:?} has no host (or carries credentials, which belong in a2a_peers)"
+        ));
+    }
+    Ok(())
 }
 
 /// Private skills are labelled with the layer their team came from.

@@ -181,4 +181,21 @@ pub(crate) struct AgentFile {
     /// Names of skills in the member's `skills/` folder. Default: all of them.
     #[serde(default)]
     pub private_skills: Option<Vec<String>>,
+    /// The member is a remote A2A agent. Default: none (the member runs here).
+    #[serde(default)]
+    pub a2a: Option<A2aFile>,
+}
+
+/// `agent.yaml` `a2a`: where a remote member runs. Exactly one of the two.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct A2aFile {
+    /// A peer of the `a2a_peers` setting, called with its token and this deployment's
+    /// signature.
+    #[serde(default)]
+    pub peer: Option<String>,
+    /// An agent URL; it must fall under one of the `a2a_allowed_urls` prefixes (checked
+    /// when the member is dispatched to). No credentials are sent.
+    #[serde(default)]
+    pub url: Option<String>,
 }

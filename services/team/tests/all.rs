@@ -16,5 +16,6 @@ mod all {
     mod install;
     mod lookup;
     mod names;
+    mod remote;
     mod validation;
 }

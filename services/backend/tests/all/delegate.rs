@@ -264,7 +264,7 @@ async fn signed_calls_are_accepted_and_unsigned_replayed_or_wrong_ones_refused()
     let signer = lumina_peer::Signer::from_settings(&settings(keys.private_seed.expose()))
         .unwrap()
         .unwrap();
-    let signed = |scope: &str| signer.sign(scope).unwrap().headers().to_vec();
+    let signed = |scope: &str| signer.sign(scope, "remote").unwrap().headers().to_vec();
     let message =
         json!({"message": {"messageId": "p1", "role": "ROLE_USER", "parts": [{"text": "hi"}]}});
 
@@ -308,7 +308,7 @@ async fn signed_calls_are_accepted_and_unsigned_replayed_or_wrong_ones_refused()
         .unwrap()
         .unwrap();
     let headers = wrong
-        .sign(lumina_peer::SCOPE_READ)
+        .sign(lumina_peer::SCOPE_READ, "remote")
         .unwrap()
         .headers()
         .to_vec();

@@ -29,3 +29,4 @@ mod shell_sandbox;
 mod subagents;
 mod support;
 mod team;
+mod team_remote;

@@ -2,7 +2,9 @@
 //! the board and the task — with the member's undelivered mail, marked delivered in the same
 //! append — on the member's stream, run the step loop there with the member's prompt, tools,
 //! model and turn limit, then journal its end on both and hand the result (with the mail the
-//! task sent the leader) back as the leader's tool result.
+//! task sent the leader) back as the leader's tool result. A remote member (`a2a`) runs its
+//! task on its A2A agent instead of the step loop ([`super::remote`]); everything around it
+//! is the same.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -132,7 +134,7 @@ async fn task(
                 agent: agent.clone(),
                 task: plan.task.clone(),
                 call_id: call_id.to_string(),
-                retry_of,
+                retry_of: retry_of.clone(),
                 criteria: plan.criteria.clone(),
             })],
         )
@@ -167,7 +169,15 @@ async fn task(
         Ok(own) => (own, None),
         Err(problem) => (settings.clone(), Some(problem.to_string())),
     };
-    let model = member_settings.model_name();
+    let remote = team
+        .definition
+        .member(&agent)
+        .and_then(|m| m.remote.clone());
+    let model = match &remote {
+        Some(remote) => format!("a2a:{}", remote.agent()),
+        None => member_settings.model_name(),
+    };
+    let text = task_text(&plan.task, &inbox);
     let mut opening = vec![Event::RunStarted {
         run_id: task_id.clone(),
         idempotency_key: format!("team:{task_id}"),
@@ -182,7 +192,7 @@ async fn task(
     }
     opening.push(Event::MessageUser {
         run_id: task_id.clone(),
-        text: task_text(&plan.task, &inbox),
+        text: text.clone(),
         skill: None,
     });
     // One append: the mail is in the member's context exactly when it is marked delivered.
@@ -205,12 +215,30 @@ async fn task(
         goal: None,
         team: Some(Arc::new(team.member(&agent, &task_id))),
     };
-    let outcome = match unusable {
-        Some(problem) => Outcome::Failed {
+    let outcome = match (unusable, &remote) {
+        (_, Some(remote)) => {
+            let job = super::remote::RemoteTask {
+                name: &agent,
+                remote,
+                task: &plan.task,
+                text,
+                call_id,
+                resume_of: retry_of.as_deref(),
+            };
+            match super::remote::run(&member, job).await {
+                Ok(outcome) => outcome,
+                Err(Error::Fenced) => return Err(Error::Fenced),
+                Err(err) => Outcome::Failed {
+                    code: RunFailureCode::RuntimeError,
+                    message: err.to_string(),
+                },
+            }
+        }
+        (Some(problem), None) => Outcome::Failed {
             code: RunFailureCode::Settings,
             message: problem,
         },
-        None => {
+        (None, None) => {
             let mut steps = 0;
             let mut last_text = String::new();
             match run_loop(&member, &mut steps, &mut last_text).await {

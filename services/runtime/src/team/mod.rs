@@ -38,6 +38,7 @@ mod gates;
 pub(crate) mod member;
 mod policy;
 mod prompt;
+mod remote;
 pub mod state;
 pub(crate) mod tools;
 

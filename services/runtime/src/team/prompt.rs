@@ -63,6 +63,15 @@ pub(crate) fn system_prompt(team: &TeamScope, project_root: &str, guidance: &Gui
                 .iter()
                 .filter(|m| m.name != definition.entry_agent)
             {
+                if member.is_remote() {
+                    // It gets the task and its mail as one message, and answers once.
+                    out.push_str(&format!(
+                        "- `{}` ({}): a remote A2A agent; it sees only the task you dispatch \
+                         (with its mail), cannot send messages and answers once\n",
+                        member.name, member.display_name
+                    ));
+                    continue;
+                }
                 out.push_str(&format!(
                     "- `{}` ({}): talks with {}\n",
                     member.name,

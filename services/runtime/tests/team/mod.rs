@@ -9,6 +9,7 @@ mod bench;
 mod flow;
 mod gates;
 mod postgres;
+mod remote;
 mod restart;
 
 use std::path::{Path, PathBuf};
