@@ -1,15 +1,16 @@
-//! Push-notification delivery. Every webhook URL goes through `web_fetch`'s SSRF guard
-//! (`lumina_tools::builtin::refusal_reason` over the resolved addresses, with the same
-//! injectable resolver); the connection is pinned to the vetted addresses, no proxy, no
-//! redirects. HTTPS only; plain HTTP to a loopback address only behind the explicit test
-//! switch [`PushOptions::allow_loopback`]. Each POST carries the config's token in
+//! Push-notification delivery. Every webhook URL goes through the public-address guard
+//! ([`crate::outbound`], `web_fetch`'s): the connection is pinned to the vetted addresses,
+//! no proxy, no redirects. HTTPS only; plain HTTP to a loopback address only behind the
+//! explicit test switch [`PushOptions::allow_loopback`]. Each POST carries the config's token in
 //! `X-A2A-Notification-Token`; failures are retried a few times, then logged.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use lumina_tools::builtin::{refusal_reason, Resolver, SystemResolver};
+use lumina_tools::builtin::{Resolver, SystemResolver};
+
+use crate::outbound::{GuardError, OutboundGuard};
 
 use crate::store::TaskStore;
 use crate::types::{StreamResponse, TaskPushNotificationConfig};
@@ -50,10 +51,21 @@ pub enum PushError {
     Delivery(String),
 }
 
+impl From<GuardError> for PushError {
+    fn from(error: GuardError) -> Self {
+        match error {
+            GuardError::NotAUrl(why) => Self::NotAUrl(why),
+            GuardError::Scheme(scheme) => Self::Scheme(scheme),
+            GuardError::Address(ip, why) => Self::Address(ip, why),
+            GuardError::Resolve(why) => Self::Resolve(why),
+        }
+    }
+}
+
 #[derive(Clone)]
 pub struct PushSender {
     options: PushOptions,
-    resolver: Arc<dyn Resolver>,
+    guard: OutboundGuard,
 }
 
 impl PushSender {
@@ -62,79 +74,20 @@ impl PushSender {
     }
 
     pub fn with_resolver(options: PushOptions, resolver: Arc<dyn Resolver>) -> Self {
-        Self { options, resolver }
+        let guard = OutboundGuard::new(options.allow_loopback, resolver);
+        Self { options, guard }
     }
 
     /// The checks that need no DNS, when a config is created: a URL, https (or http to a
     /// loopback host behind the test switch), and no refused IP literal. Delivery resolves
     /// the name and checks every address ([`Self::vet`]), since DNS answers change.
     pub fn vet_static(&self, url: &str) -> Result<(), PushError> {
-        let parsed = url::Url::parse(url).map_err(|e| PushError::NotAUrl(e.to_string()))?;
-        let ip = match parsed.host() {
-            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
-            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
-            Some(url::Host::Domain(_)) => None,
-            None => return Err(PushError::NotAUrl("no host".into())),
-        };
-        let local_name = parsed
-            .host_str()
-            .is_some_and(|h| h.eq_ignore_ascii_case("localhost"));
-        let loopback = ip.is_some_and(|ip| ip.is_loopback()) || local_name;
-        if loopback && !self.options.allow_loopback {
-            let ip = ip.unwrap_or(IpAddr::V4(std::net::Ipv4Addr::LOCALHOST));
-            return Err(PushError::Address(ip, "a loopback address"));
-        }
-        match parsed.scheme() {
-            "https" => {}
-            "http" if loopback => {}
-            other => return Err(PushError::Scheme(other.to_owned())),
-        }
-        if let Some(ip) = ip.filter(|ip| !ip.is_loopback()) {
-            if let Some(reason) = refusal_reason(ip) {
-                return Err(PushError::Address(ip, reason));
-            }
-        }
-        Ok(())
+        Ok(self.guard.vet_static(url)?)
     }
 
     /// The addresses a POST to `url` may use, or why none. The error is safe to show.
     pub async fn vet(&self, url: &str) -> Result<(url::Url, Vec<SocketAddr>), PushError> {
-        let parsed = url::Url::parse(url).map_err(|e| PushError::NotAUrl(e.to_string()))?;
-        let port = parsed
-            .port_or_known_default()
-            .ok_or_else(|| PushError::NotAUrl("no port".into()))?;
-        let ips: Vec<IpAddr> = match parsed.host() {
-            Some(url::Host::Ipv4(ip)) => vec![IpAddr::V4(ip)],
-            Some(url::Host::Ipv6(ip)) => vec![IpAddr::V6(ip)],
-            Some(url::Host::Domain(name)) => self
-                .resolver
-                .resolve(name, port)
-                .await
-                .map_err(|e| PushError::Resolve(format!("{name}: {e}")))?,
-            None => return Err(PushError::NotAUrl("no host".into())),
-        };
-        if ips.is_empty() {
-            return Err(PushError::Resolve("the host has no address".into()));
-        }
-        let loopback_ok = |ip: &IpAddr| self.options.allow_loopback && ip.is_loopback();
-        match parsed.scheme() {
-            "https" => {}
-            "http" if ips.iter().all(loopback_ok) => {}
-            other => return Err(PushError::Scheme(other.to_owned())),
-        }
-        for ip in &ips {
-            if loopback_ok(ip) {
-                continue;
-            }
-            if let Some(reason) = refusal_reason(*ip) {
-                return Err(PushError::Address(*ip, reason));
-            }
-        }
-        let addrs = ips
-            .into_iter()
-            .map(|ip| SocketAddr::new(ip, port))
-            .collect();
-        Ok((parsed, addrs))
+        Ok(self.guard.vet(url).await?)
     }
 
     /// Sends `event` to every webhook of the task, in the background.
@@ -181,13 +134,9 @@ impl PushSender {
         event: &StreamResponse,
     ) -> Result<(), PushError> {
         let (url, addrs) = self.vet(&config.url).await?;
-        let host = url.host_str().unwrap_or_default().to_owned();
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .redirect(reqwest::redirect::Policy::none())
-            .timeout(self.options.timeout)
-            .resolve_to_addrs(&host, &addrs)
-            .build()
+        let client = self
+            .guard
+            .pinned_client(&url, &addrs, Some(self.options.timeout))
             .map_err(|e| PushError::Delivery(format!("client: {e}")))?;
         let body =
             serde_json::to_vec(event).map_err(|e| PushError::Delivery(format!("encode: {e}")))?;

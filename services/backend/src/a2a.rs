@@ -2,7 +2,7 @@
 //! its executor ([`executor::RuntimeExecutor`]) and a durable task store
 //! ([`store::SqliteTaskStore`]), mounted at `/a2a` (card at `/.well-known/agent-card.json`)
 //! on the backend's HTTP listener; JSON-RPC calls take the WebSocket's bearer rules
-//! ([`ProfileAuth`]). Also the `lumina-backend a2a …` commands: `tck-fixture` serves the same
+//! ([`ProfileAuth`]), or a peer deployment's signature (`lumina-peer`, [`PeerAuth`]). Also the `lumina-backend a2a …` commands: `tck-fixture` serves the same
 //! router and service with the TCK fixture executor; `card` prints the Agent Card.
 
 pub mod executor;
@@ -17,21 +17,87 @@ use axum::http::HeaderMap;
 use lumina_a2a::http::{Authenticator, Principal, Unauthenticated};
 use lumina_protocol::Scope;
 
-use crate::profile::Profile;
+use crate::profile::{A2aMount, Profile};
 
 /// Where the JSON-RPC endpoint is mounted.
 pub const A2A_PATH: &str = "/a2a";
 
+/// Signed calls of peer deployments (docs/a2a.md#the-signed-peer-channel): the verified
+/// node becomes the subject `peer:<node>` of the profile's tenant, with the Lumina scopes
+/// its signed scope maps to (`a2a:read` → read; `a2a:write` → read and write).
+pub struct PeerAuth {
+    verifier: Arc<lumina_peer::Verifier>,
+    tenant: String,
+}
+
+/// The verifier of the `peer` settings, or `None` when no node may call.
+pub fn peer_verifier(
+    settings: &lumina_config::PeerSettings,
+) -> Result<Option<Arc<lumina_peer::Verifier>>, lumina_peer::Error> {
+    let verifier = lumina_peer::Verifier::from_settings(settings)?;
+    Ok(verifier.accepts_any().then(|| Arc::new(verifier)))
+}
+
+impl PeerAuth {
+    fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Unauthenticated> {
+        // A header sent twice is malformed, not "the first one".
+        let single = |name: &str| {
+            let mut values = headers.get_all(name).iter();
+            match (values.next(), values.next()) {
+                (Some(v), None) => v.to_str().ok(),
+                _ => None,
+            }
+        };
+        let verified = self.verifier.verify(single).map_err(|_| Unauthenticated)?;
+        let write = verified.scope == lumina_peer::SCOPE_WRITE;
+        let mut scopes = vec![Scope::Read.as_str().to_owned()];
+        if write {
+            scopes.push(Scope::Write.as_str().to_owned());
+        }
+        let identity = lumina_protocol::methods::Identity {
+            sub: format!("peer:{}", verified.node),
+            tenant: self.tenant.clone(),
+            scopes,
+        };
+        Ok(Principal {
+            owner: format!("{}/{}", identity.tenant, identity.sub),
+            can_read: true,
+            can_write: write,
+            identity: serde_json::to_value(&identity).unwrap_or_default(),
+        })
+    }
+}
+
+/// Whether a request carries a peer signature (any of its headers).
+fn signed(headers: &HeaderMap) -> bool {
+    [
+        lumina_peer::HEADER_SIGNATURE,
+        lumina_peer::HEADER_NODE,
+        lumina_peer::HEADER_ALG,
+    ]
+    .iter()
+    .any(|h| headers.contains_key(*h))
+}
+
 /// JSON-RPC credentials: exactly what the WebSocket upgrade accepts (the local token; in the
-/// cluster a JWT, read scope for get/list/subscribe, write for send/cancel). Tasks are
-/// scoped to tenant and subject.
+/// cluster a JWT, read scope for get/list/subscribe, write for send/cancel), or a peer
+/// deployment's signature. Tasks are scoped to tenant and subject.
 pub struct ProfileAuth {
     pub profile: Arc<dyn Profile>,
+    pub peers: Option<PeerAuth>,
 }
 
 #[async_trait]
 impl Authenticator for ProfileAuth {
     async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Unauthenticated> {
+        // A signed call is judged by its signature alone: a refused one does not fall
+        // back to other credentials.
+        if signed(headers) {
+            return match &self.peers {
+                Some(peers) => peers.authenticate(headers),
+                None => Err(Unauthenticated),
+            };
+        }
         let (identity, _) = self
             .profile
             .authenticate(headers)
@@ -54,11 +120,11 @@ pub fn service(
     url: &str,
     listen: SocketAddr,
 ) -> anyhow::Result<lumina_a2a::A2aService> {
-    let store = store::SqliteTaskStore::open(store_path)?;
+    let store: Arc<dyn lumina_a2a::TaskStore> = Arc::new(store::SqliteTaskStore::open(store_path)?);
     let card = card_document(url, Some(listen));
     Ok(lumina_a2a::A2aService::new(
-        Arc::new(store),
-        Arc::new(executor::RuntimeExecutor::new(profile)),
+        store.clone(),
+        Arc::new(executor::RuntimeExecutor::new(profile, store)),
         card,
         Some(lumina_a2a::PushSender::new(
             lumina_a2a::PushOptions::default(),
@@ -67,8 +133,13 @@ pub fn service(
 }
 
 /// The routes to merge into the server's router.
-pub fn router(service: lumina_a2a::A2aService, profile: Arc<dyn Profile>) -> axum::Router {
-    lumina_a2a::router(service, Arc::new(ProfileAuth { profile }), A2A_PATH)
+pub fn router(mount: A2aMount, profile: Arc<dyn Profile>) -> axum::Router {
+    let tenant = mount.tenant;
+    let auth = ProfileAuth {
+        profile,
+        peers: mount.peers.map(|verifier| PeerAuth { verifier, tenant }),
+    };
+    lumina_a2a::router(mount.service, Arc::new(auth), A2A_PATH)
 }
 
 use tokio_util::sync::CancellationToken;
@@ -84,6 +155,18 @@ pub enum A2aCommand {
         /// The URL the card advertises (default: http://<bound address>).
         #[arg(long)]
         public_url: Option<String>,
+    },
+    /// Make an Ed25519 key for the signed peer channel: prints the private seed (for this
+    /// node's `peer.ed25519_private_key`) and the public key (for the other nodes'
+    /// `peer.nodes.<node>.ed25519_public_key`).
+    PeerKeygen,
+    /// Print the HKDF-derived key of `node` from the `peer.derive_master` setting (for that
+    /// node's `peer.derived_key`).
+    PeerDerive {
+        #[arg(long)]
+        node: String,
+        #[arg(long, env = "LUMINA_HOME")]
+        app_root: Option<std::path::PathBuf>,
     },
     /// Print the Agent Card this backend serves (as JSON).
     Card {
@@ -106,6 +189,31 @@ pub async fn run(command: A2aCommand) -> anyhow::Result<()> {
                 stop.cancel();
             });
             lumina_a2a::fixture::serve(listener, public_url, shutdown).await?;
+            Ok(())
+        }
+        A2aCommand::PeerKeygen => {
+            let pair = lumina_peer::generate_ed25519()?;
+            println!("ed25519_private_key: {}", pair.private_seed.expose());
+            println!("ed25519_public_key:  {}", pair.public_key);
+            Ok(())
+        }
+        A2aCommand::PeerDerive { node, app_root } => {
+            let env = lumina_config::Env::from_process();
+            let app_root = lumina_config::AppRoot::resolve(app_root.as_deref(), &env)?;
+            let settings = lumina_config::load(&app_root, None, &env, &Default::default())?;
+            let Some(master) = settings.peer.derive_master.as_ref() else {
+                anyhow::bail!("the setting peer.derive_master is not set");
+            };
+            if !lumina_config::is_token(&node) {
+                anyhow::bail!("a node name is 1-128 characters of A-Z a-z 0-9 . _ -");
+            }
+            if master.expose().len() < 32 {
+                anyhow::bail!("peer.derive_master must be at least 32 bytes");
+            }
+            println!(
+                "{}",
+                lumina_peer::derive_key_base64(master.expose().as_bytes(), &node)
+            );
             Ok(())
         }
         A2aCommand::Card { public_url } => {

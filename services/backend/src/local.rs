@@ -126,6 +126,9 @@ pub struct LocalOptions {
     pub port: u16,
     /// Project root for sessions created without one.
     pub project_root: PathBuf,
+    /// Lets `a2a_delegate` and remote team members call `http://` agents on loopback
+    /// addresses (the public-address guard's test switch). Tests only; `serve` never sets it.
+    pub allow_loopback_agents: bool,
 }
 
 /// A local backend ready to serve.
@@ -163,6 +166,30 @@ pub async fn build_with_tools(
     let metrics = Metrics::new().context("metrics")?;
     let store: Arc<dyn lumina_journal::JournalStore> =
         Arc::new(MeteredStore::new(Arc::new(store), metrics.clone()));
+    // The embedder the settings select (read at start-up), loaded once for the Memory
+    // Fabric and project-document RAG alike; none leaves both lexical.
+    let models = settings.memory_models();
+    let root = app_root.path().to_path_buf();
+    let select_models = models.clone();
+    let embedder = tokio::task::spawn_blocking(move || {
+        memory_setup::select_embedder(&root, &select_models)
+    })
+    .await
+    .unwrap_or_else(|err| {
+        tracing::warn!(error = %err, "selecting the embedding model failed; retrieval stays lexical");
+        None
+    });
+    // Project-document RAG (docs/rag.md): `rag_ingest` / `rag_search` over one SQLite
+    // database per project under the AppRoot, apart from the memory files.
+    let mut tools = tools;
+    let rag = Arc::new(lumina_rag::Rag::new(
+        Arc::new(lumina_rag::sqlite::SqliteRag::new(app_root.clone())),
+        embedder.clone(),
+        lumina_rag::RagOptions::default(),
+    ));
+    for tool in lumina_rag::tools::tools(rag) {
+        tools.register(tool);
+    }
     let runtime = Runtime::new(
         RuntimeOptions {
             app_root: app_root.clone(),
@@ -177,15 +204,18 @@ pub async fn build_with_tools(
     .with_mcp(McpManager::new(ManagerOptions {
         mcp_tool_timeout_ms: settings.mcp_tool_timeout_ms,
         ..ManagerOptions::new(app_root.clone())
+    }))
+    .with_a2a_client(lumina_a2a::A2aClient::new(lumina_a2a::ClientOptions {
+        allow_loopback: options.allow_loopback_agents,
+        ..Default::default()
     }));
     // The Memory Fabric (docs/design.md#memory-fabric): SQLite under the AppRoot, with the
     // embedder and reranker the settings select (read at start-up). A store that does not
     // open leaves the runtime without memory, and an unusable model leaves recall lexical:
     // neither stops the backend.
-    let models = settings.memory_models();
     let root = app_root.path().to_path_buf();
     let memory = tokio::task::spawn_blocking(move || {
-        memory_setup::open_local_memory(&root, &models)
+        memory_setup::open_local_memory_with(&root, &models, embedder)
     })
     .await
     .unwrap_or_else(|err| {
@@ -237,6 +267,7 @@ pub async fn build_with_tools(
         addr,
     )
     .context("cannot open the A2A task store")?;
+    let peers = crate::a2a::peer_verifier(&settings.peer).context("the `peer` settings")?;
     let state = Arc::new(AppState {
         limits,
         profile,
@@ -255,7 +286,11 @@ pub async fn build_with_tools(
             &settings,
             app_root,
         ),
-        a2a: Some(a2a),
+        a2a: Some(crate::profile::A2aMount {
+            service: a2a,
+            peers,
+            tenant: LOCAL_TENANT.into(),
+        }),
     });
     Ok(LocalBackend {
         state,

@@ -145,6 +145,7 @@ fn main() -> ExitCode {
                     env,
                     port,
                     project_root,
+                    allow_loopback_agents: false,
                 })
                 .await
             }

@@ -6,10 +6,12 @@
 use std::fs::File;
 use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::Subcommand;
 use lumina_config::{AppRoot, Env, MemoryModels};
 use lumina_embed::{self as embed, LOCAL_MODEL_DIR, LOCAL_MODEL_FILES};
+use lumina_memory::embed::EmbeddingProvider;
 use lumina_memory_sqlite::{SqliteMemory, SqliteOptions};
 
 /// Tokenizer files copied along when the source has them (the provider reads only
@@ -252,12 +254,29 @@ fn same_content(a: &Path, b: &Path) -> Result<bool, InstallError> {
 /// model). A store that does not open is logged and the runtime goes without memory: it
 /// never stops the backend; an unusable model only makes recall lexical.
 pub fn open_local_memory(app_root: &Path, models: &MemoryModels) -> Option<SqliteMemory> {
+    open_local_memory_with(app_root, models, select_embedder(app_root, models))
+}
+
+/// The embedder `models` select (logged), shared by the memory store and project-document
+/// RAG so the model loads once. Blocking (it may load the local model).
+pub fn select_embedder(
+    app_root: &Path,
+    models: &MemoryModels,
+) -> Option<Arc<dyn EmbeddingProvider>> {
     for warning in &models.warnings {
         tracing::warn!("{warning}");
     }
-    let selection = embed::select(models, app_root);
+    embed::select(models, app_root).provider
+}
+
+/// [`open_local_memory`] with an embedder already selected.
+pub fn open_local_memory_with(
+    app_root: &Path,
+    models: &MemoryModels,
+    embedder: Option<Arc<dyn EmbeddingProvider>>,
+) -> Option<SqliteMemory> {
     let reranker = lumina_memory::rerank::select(models);
-    match SqliteMemory::open(app_root, SqliteOptions::default(), selection.provider) {
+    match SqliteMemory::open(app_root, SqliteOptions::default(), embedder) {
         Ok(memory) => Some(memory.with_reranker(reranker)),
         Err(err) => {
             tracing::warn!(error = %err, "the memory store did not open; running without memory");

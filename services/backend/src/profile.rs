@@ -101,8 +101,20 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// The Conversation API's hot windows and settings.
     pub conversations: ConversationConfig,
-    /// The A2A service mounted at `/a2a` (docs/a2a.md), if this profile serves it.
-    pub a2a: Option<lumina_a2a::A2aService>,
+    /// The A2A service mounted at `/a2a` (docs/a2a.md) and the peer deployments whose
+    /// signed calls it accepts, if this profile serves it.
+    pub a2a: Option<A2aMount>,
+}
+
+/// The A2A service and who besides the profile's users may call it.
+#[derive(Clone)]
+pub struct A2aMount {
+    pub service: lumina_a2a::A2aService,
+    /// Verifies the signed calls of peer deployments (`peer.nodes`); `None` when none
+    /// are configured.
+    pub peers: Option<Arc<lumina_peer::Verifier>>,
+    /// The tenant a verified peer's calls run in.
+    pub tenant: String,
 }
 
 impl AppState {

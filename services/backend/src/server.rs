@@ -27,7 +27,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let a2a = state
         .a2a
         .clone()
-        .map(|service| crate::a2a::router(service, state.profile.clone()));
+        .map(|mount| crate::a2a::router(mount, state.profile.clone()));
     let router = Router::new()
         .route(WS_PATH, get(upgrade))
         .route("/healthz", get(healthz))

@@ -141,6 +141,12 @@ impl AppRoot {
         self.data_dir().join("projects").join(project_id)
     }
 
+    /// `data/projects/{project_id}/rag.sqlite`, the project's document index
+    /// (`rag_ingest` / `rag_search`, docs/rag.md), apart from the Memory Fabric's files.
+    pub fn rag_db(&self, project_id: &str) -> PathBuf {
+        self.project_data_dir(project_id).join("rag.sqlite")
+    }
+
     /// Creates the five layers. `config/`, `data/` and `state/` hold keys, tokens and
     /// conversations, so on unix they are restricted to the owner (0700), also when they
     /// already existed with wider permissions.

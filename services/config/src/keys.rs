@@ -16,6 +16,12 @@ pub(crate) enum Kind {
     Fraction,
     Permissions,
     Hooks,
+    /// A list of strings.
+    StrList,
+    /// `peer` (`crate::PeerSettings`).
+    Peer,
+    /// `a2a_peers` (name → `crate::A2aPeer`).
+    A2aPeers,
 }
 
 /// Every setting of [`crate::Settings`], in declaration order.
@@ -78,6 +84,10 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("memory_compile", Kind::Bool),
     ("memory_compile_model", Kind::Str),
     ("memory_embeddings", Kind::Str),
+    ("peer", Kind::Peer),
+    ("a2a_peers", Kind::A2aPeers),
+    ("a2a_allowed_urls", Kind::StrList),
+    ("a2a_delegate_timeout_ms", Kind::U64),
 ];
 
 /// The memory-model settings (docs/design.md#memory-model-settings), read only from the
@@ -222,6 +232,18 @@ pub(crate) const PROJECT_DENIED: &[(&str, &str)] = &[
         "shell_read_paths",
         "a project may not loosen the shell's sandbox",
     ),
+    (
+        "peer",
+        "secrets come only from user settings, environment or flags",
+    ),
+    (
+        "a2a_peers",
+        "a project may not choose where the user's data is sent",
+    ),
+    (
+        "a2a_allowed_urls",
+        "a project may not choose where the user's data is sent",
+    ),
 ];
 
 /// The names of all settings, e.g. for documentation and `config` listings.
@@ -306,6 +328,21 @@ pub(crate) fn check_value(
         (Value::Number(n), Kind::Usize) => n.as_u64().is_some_and(|v| usize::try_from(v).is_ok()),
         (Value::Number(n), Kind::Fraction) => n.as_f64().is_some_and(|v| v > 0.0 && v <= 1.0),
         (Value::Object(map), Kind::Hooks) => return check_hooks(map).map(|()| value),
+        (Value::Array(items), Kind::StrList) => items.iter().all(Value::is_string),
+        (Value::Object(_), Kind::Peer) => {
+            return crate::peers::check_peer(&value)
+                .map(|()| value)
+                .map_err(|why| InvalidValue::Expected {
+                    expected: format!("{}; {why}", describe(key, kind)),
+                })
+        }
+        (Value::Object(_), Kind::A2aPeers) => {
+            return crate::peers::check_a2a_peers(&value)
+                .map(|()| value)
+                .map_err(|why| InvalidValue::Expected {
+                    expected: format!("{}; {why}", describe(key, kind)),
+                })
+        }
         (Value::Object(map), Kind::Permissions) => {
             ["allow", "deny"].iter().all(|list| match map.get(*list) {
                 None | Some(Value::Null) => true,
@@ -341,6 +378,16 @@ pub(crate) fn describe(key: &str, kind: Kind) -> String {
         Kind::Fraction => "a number greater than 0 and at most 1".into(),
         Kind::Permissions => {
             "an object with string lists `allow` and `deny`, e.g. {\"deny\": [\"shell\"]}".into()
+        }
+        Kind::StrList => "a list of strings".into(),
+        Kind::Peer => "an object with `node`, `shared_key`, `derive_master`, `derived_key`, \
+             `ed25519_private_key`, `window_secs`, `nonce_capacity` and `nodes` \
+             (name → {\"ed25519_public_key\"?, \"scopes\"?}) (docs/a2a.md)"
+            .into(),
+        Kind::A2aPeers => {
+            "an object of peers by name, each {\"url\": \"https://…\", \"token\"?, \"sign\"?} \
+             (docs/a2a.md)"
+                .into()
         }
         Kind::Hooks => format!(
             "an object whose keys are hook events ({}) and whose values are lists of \
@@ -434,7 +481,9 @@ pub(crate) fn parse_env_value(kind: Kind, raw: &str) -> Option<Value> {
             .ok()
             .and_then(Number::from_f64)
             .map(Value::Number),
-        Kind::Permissions | Kind::Hooks => serde_json::from_str(raw).ok(),
+        Kind::Permissions | Kind::Hooks | Kind::StrList | Kind::Peer | Kind::A2aPeers => {
+            serde_json::from_str(raw).ok()
+        }
     }
 }
 

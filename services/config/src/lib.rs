@@ -12,6 +12,7 @@ mod error;
 mod keys;
 mod layers;
 mod memory_models;
+mod peers;
 mod secret;
 mod settings;
 mod trust;
@@ -22,6 +23,7 @@ pub use error::{Error, Result};
 pub use keys::{setting_keys, InvalidValue};
 pub use layers::{env_layer, is_memory_model_key, load, project_defaults_file};
 pub use memory_models::{MemoryEmbeddings, MemoryModels};
+pub use peers::{is_token, A2aPeer, PeerNode, PeerSettings, PEER_SCOPES};
 pub use secret::Secret;
 pub use settings::{
     EndpointSettings, HookEntry, Hooks, MissingModel, ModelSettings, Permissions, Settings,

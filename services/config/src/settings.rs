@@ -228,6 +228,20 @@ pub struct Settings {
     /// user's settings.json (never from project defaults, the environment or flags); see
     /// [`MemoryModels`] for each key and its default.
     pub memory_embeddings: String,
+    /// This deployment in the signed peer channel (docs/a2a.md#the-signed-peer-channel):
+    /// node name, signing key, the nodes it accepts signed calls from. Not settable by
+    /// project defaults. Default: none (no signing, no signed call accepted).
+    pub peer: crate::PeerSettings,
+    /// The remote A2A agents `a2a_delegate` and remote team members may call, by name
+    /// (docs/a2a.md#delegation). Not settable by project defaults. Default: none.
+    pub a2a_peers: std::collections::BTreeMap<String, crate::A2aPeer>,
+    /// URL prefixes `a2a_delegate{agent}` may name directly instead of a configured peer
+    /// (e.g. `https://agents.example.com/`). Not settable by project defaults. Default: none.
+    pub a2a_allowed_urls: Vec<String>,
+    /// How long an `a2a_delegate` call follows the remote task before it returns "still
+    /// working" with the task id (a later call with `task_id` picks it up), ms.
+    /// Default: 600000.
+    pub a2a_delegate_timeout_ms: u64,
 
     /// Merged keys this build does not know (newer settings, and the memory-model keys
     /// `memory_bge_*`/`memory_reranker_*` that only user settings.json may set). May hold
@@ -308,6 +322,10 @@ impl Default for Settings {
             memory_compile: false,
             memory_compile_model: None,
             memory_embeddings: "auto".into(),
+            peer: crate::PeerSettings::default(),
+            a2a_peers: Default::default(),
+            a2a_allowed_urls: Vec::new(),
+            a2a_delegate_timeout_ms: 600_000,
             extra: Map::new(),
             warnings: Vec::new(),
             settings_file: None,
@@ -384,6 +402,10 @@ impl std::fmt::Debug for Settings {
             .field("memory_compile", &self.memory_compile)
             .field("memory_compile_model", &self.memory_compile_model)
             .field("memory_embeddings", &self.memory_embeddings)
+            .field("peer", &self.peer)
+            .field("a2a_peers", &self.a2a_peers)
+            .field("a2a_allowed_urls", &self.a2a_allowed_urls)
+            .field("a2a_delegate_timeout_ms", &self.a2a_delegate_timeout_ms)
             .field("extra_keys", &extra_keys)
             .field("warnings", &self.warnings)
             .field("settings_file", &self.settings_file)

@@ -7,7 +7,8 @@ use serde_json::Value;
 use crate::goal::{GoalBudgets, GoalState, GoalUsage};
 use crate::state::{ApiType, RunFailureCode};
 use crate::team::{
-    TeamCompleted, TeamContractWritten, TeamEntered, TeamExited, TeamGateChecked, TeamMessageSent,
+    TeamCompleted, TeamContractWritten, TeamEntered, TeamExited, TeamFollowUpOpened,
+    TeamFollowUpResolved, TeamGateChecked, TeamMemberThinking, TeamMessageSent,
     TeamMessagesDelivered, TeamRoundEnded, TeamRoundStarted, TeamTaskDispatched, TeamTaskEnded,
 };
 
@@ -300,6 +301,28 @@ pub enum Event {
         usage: GoalUsage,
     },
 
+    /// A step of an `a2a_delegate` call, or of a remote team member's task, on the
+    /// calling run's stream (docs/a2a.md#delegation): the remote agent's card read, the
+    /// message sent, a status or artifact of the remote task, its end, or why the agent
+    /// could not be reached.
+    #[serde(rename = "delegate.updated")]
+    DelegateUpdated {
+        run_id: String,
+        /// The tool call (or the team task) the delegation belongs to.
+        call_id: String,
+        /// The configured peer's name, or the URL the call named.
+        agent: String,
+        step: DelegateStep,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        task_id: Option<String>,
+        /// The remote task's A2A state (`TASK_STATE_WORKING`, …) when known.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        state: Option<String>,
+        /// A short line: the status message, the artifact's name, the reason (capped).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        detail: String,
+    },
+
     /// Agent teams (`crate::team`, docs/protocol.md "Teams").
     #[serde(rename = "team.entered")]
     TeamEntered(TeamEntered),
@@ -323,6 +346,12 @@ pub enum Event {
     TeamGateChecked(TeamGateChecked),
     #[serde(rename = "team.completed")]
     TeamCompleted(TeamCompleted),
+    #[serde(rename = "team.follow_up_opened")]
+    TeamFollowUpOpened(TeamFollowUpOpened),
+    #[serde(rename = "team.follow_up_resolved")]
+    TeamFollowUpResolved(TeamFollowUpResolved),
+    #[serde(rename = "team.member_thinking")]
+    TeamMemberThinking(TeamMemberThinking),
 
     /// A kind this build does not know (written by a newer server). Readers skip it.
     #[serde(other)]
@@ -365,6 +394,7 @@ impl Event {
             Event::GoalStarted { .. } => "goal.started",
             Event::GoalUpdated { .. } => "goal.updated",
             Event::GoalCompleted { .. } => "goal.completed",
+            Event::DelegateUpdated { .. } => "delegate.updated",
             Event::TeamEntered(_) => "team.entered",
             Event::TeamExited(_) => "team.exited",
             Event::TeamContractWritten(_) => "team.contract_written",
@@ -376,6 +406,9 @@ impl Event {
             Event::TeamMessagesDelivered(_) => "team.messages_delivered",
             Event::TeamGateChecked(_) => "team.gate_checked",
             Event::TeamCompleted(_) => "team.completed",
+            Event::TeamFollowUpOpened(_) => "team.follow_up_opened",
+            Event::TeamFollowUpResolved(_) => "team.follow_up_resolved",
+            Event::TeamMemberThinking(_) => "team.member_thinking",
             Event::Unknown => "unknown",
         }
     }
@@ -425,6 +458,7 @@ impl Event {
             | Event::UsageRecorded { run_id, .. }
             | Event::Checkpoint { run_id, .. }
             | Event::MemoryRecalled { run_id, .. }
+            | Event::DelegateUpdated { run_id, .. }
             | Event::GoalStarted { run_id, .. }
             | Event::AgentStarted {
                 parent_run_id: run_id,
@@ -450,9 +484,32 @@ impl Event {
             | Event::TeamMessagesDelivered(_)
             | Event::TeamGateChecked(_)
             | Event::TeamCompleted(_)
+            | Event::TeamFollowUpOpened(_)
+            | Event::TeamFollowUpResolved(_)
+            | Event::TeamMemberThinking(_)
             | Event::Unknown => None,
         }
     }
+}
+
+/// What a `delegate.updated` event reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DelegateStep {
+    /// The agent's card was read (fetched or from the cache).
+    Card,
+    /// The message was sent; the remote task exists.
+    Sent,
+    /// The remote task's status changed.
+    Status,
+    /// An artifact (or a chunk of one) arrived.
+    Artifact,
+    /// The call stopped following the task: it ended, waits for input, or is still
+    /// working past the call's time limit (`state` says which).
+    Ended,
+    /// The agent could not be reached (card, address, connection, credentials, time
+    /// limit): the call's result is input-required with `detail`; nothing ran locally.
+    Unreachable,
 }
 
 fn is_false(value: &bool) -> bool {

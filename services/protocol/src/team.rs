@@ -79,6 +79,10 @@ pub struct TeamEntered {
     /// arguments, not only its end.
     #[serde(default)]
     pub show_tool_details: bool,
+    /// `transcript.show_thinking`: members' thinking is journaled
+    /// (`team.member_thinking`) and clients show it, collapsed.
+    #[serde(default)]
+    pub show_thinking: bool,
 }
 
 fn shown() -> bool {
@@ -140,6 +144,10 @@ pub struct TeamTaskDispatched {
     /// The interrupted task this one runs again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retry_of: Option<String>,
+    /// The contract's acceptance criteria this task serves (1-based), as the leader named
+    /// them under `gates.task_policy.require_criteria`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub criteria: Vec<u32>,
 }
 
 /// `team.task_ended` (board).
@@ -193,6 +201,100 @@ pub struct TeamCompleted {
     pub team_run_id: String,
     pub summary: String,
     pub rounds: u32,
+    /// Every follow-up of the task that was not done: the deferred ones with the leader's
+    /// reason (and, under `completion_policy: leader`, any still open), so none is dropped
+    /// silently.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub follow_ups: Vec<FollowUpItem>,
+}
+
+/// Where a follow-up stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FollowUpStatus {
+    /// Reported and not settled: `team_complete` is refused (`gates.follow_ups`).
+    Open,
+    Done,
+    /// Left for later by the leader, with a reason.
+    Deferred,
+}
+
+impl FollowUpStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FollowUpStatus::Open => "open",
+            FollowUpStatus::Done => "done",
+            FollowUpStatus::Deferred => "deferred",
+        }
+    }
+}
+
+/// How a follow-up was settled (`team.follow_up_resolved`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FollowUpDisposition {
+    Done,
+    Deferred,
+}
+
+impl From<FollowUpDisposition> for FollowUpStatus {
+    fn from(disposition: FollowUpDisposition) -> Self {
+        match disposition {
+            FollowUpDisposition::Done => FollowUpStatus::Done,
+            FollowUpDisposition::Deferred => FollowUpStatus::Deferred,
+        }
+    }
+}
+
+/// `team.follow_up_opened` (board): a member (or the leader) reported an open item with
+/// `team_follow_up{item}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamFollowUpOpened {
+    pub team_run_id: String,
+    /// `F1`, `F2`, … over the team run.
+    pub follow_up_id: String,
+    pub round: u32,
+    /// The member that reported it.
+    pub by: String,
+    /// The reporter's task (empty when the leader reported it).
+    #[serde(default)]
+    pub task_id: String,
+    pub item: String,
+}
+
+/// `team.follow_up_resolved` (board): a follow-up was done, or deferred by the leader.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamFollowUpResolved {
+    pub team_run_id: String,
+    pub follow_up_id: String,
+    pub by: String,
+    pub disposition: FollowUpDisposition,
+    /// Why it was deferred (required then), or a note on how it was done.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// A follow-up as `team.completed` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FollowUpItem {
+    pub follow_up_id: String,
+    pub item: String,
+    pub by: String,
+    pub status: FollowUpStatus,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub reason: String,
+}
+
+/// `team.member_thinking` (the member's stream): a member's thinking in one model turn,
+/// journaled just before that step's `message.assistant` — only when the team's
+/// `transcript.show_thinking` is on (otherwise a member's thinking is never stored).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamMemberThinking {
+    pub team_run_id: String,
+    pub task_id: String,
+    pub agent: String,
+    pub step: u32,
+    pub text: String,
 }
 
 /// One team as `team.list` shows it.

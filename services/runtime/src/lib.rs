@@ -1,9 +1,11 @@
 //! The agent runtime: sessions over a durable journal, the agent loop, context compilation
-//! and compaction, permissions, sub-agents (`agent` tool), goal mode, agent teams, and crash recovery. Transport-free: the backend's WebSocket
+//! and compaction, permissions, sub-agents (`agent` tool), delegation to remote A2A agents
+//! (`a2a_delegate`, remote team members), goal mode, agent teams, and crash recovery. Transport-free: the backend's WebSocket
 //! server, the CLI and tests all drive it through [`Runtime`] and [`Session`].
 
 mod audit;
 pub mod context;
+pub mod delegate;
 mod error;
 pub mod goal;
 pub mod hooks;
@@ -97,6 +99,8 @@ pub(crate) struct Shared {
     pub compiler: Arc<memory::Compiler>,
     /// The MCP servers of the user and of each project (`crate::mcp`).
     pub mcp: Option<lumina_mcp::McpManager>,
+    /// The A2A client of `a2a_delegate` and remote team members (its card cache is shared).
+    pub a2a: lumina_a2a::A2aClient,
 }
 
 /// Cheap to clone; all clones share the open sessions.
@@ -125,6 +129,7 @@ impl Runtime {
                 memory: None,
                 compiler: Arc::new(memory::Compiler::new(memory::COMPILE_DEBOUNCE)),
                 mcp: None,
+                a2a: lumina_a2a::A2aClient::default(),
             }),
             options: Arc::new(options),
             store,
@@ -155,6 +160,15 @@ impl Runtime {
     pub fn with_mcp(mut self, mcp: lumina_mcp::McpManager) -> Self {
         let mut shared = (*self.shared).clone();
         shared.mcp = Some(mcp);
+        self.shared = Arc::new(shared);
+        self
+    }
+
+    /// Gives `a2a_delegate` and remote team members this A2A client (e.g. one allowing
+    /// loopback agents, in tests). Call it before opening sessions.
+    pub fn with_a2a_client(mut self, client: lumina_a2a::A2aClient) -> Self {
+        let mut shared = (*self.shared).clone();
+        shared.a2a = client;
         self.shared = Arc::new(shared);
         self
     }

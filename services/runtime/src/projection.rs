@@ -258,13 +258,19 @@ impl Projection {
             | Event::TeamMessageSent(_)
             | Event::TeamMessagesDelivered(_)
             | Event::TeamGateChecked(_)
-            | Event::TeamCompleted(_) => crate::team::state::apply(&mut self.teams, &frame.event),
+            | Event::TeamCompleted(_)
+            | Event::TeamFollowUpOpened(_)
+            | Event::TeamFollowUpResolved(_) => {
+                crate::team::state::apply(&mut self.teams, &frame.event)
+            }
             Event::MessageAssistant { .. }
             | Event::ModelResponded { .. }
             | Event::HookCompleted { .. }
             | Event::Warning { .. }
             | Event::Checkpoint { .. }
             | Event::MemoryRecalled { .. }
+            | Event::DelegateUpdated { .. }
+            | Event::TeamMemberThinking(_)
             | Event::Unknown => {}
         }
     }

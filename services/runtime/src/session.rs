@@ -133,6 +133,11 @@ impl Session {
         &self.shared.tools
     }
 
+    /// The runtime's A2A client (`a2a_delegate`, remote team members).
+    pub(crate) fn a2a_client(&self) -> &lumina_a2a::A2aClient {
+        &self.shared.a2a
+    }
+
     pub(crate) fn results_dir(&self) -> PathBuf {
         self.shared.app_root.tool_results_dir().join(self.id())
     }

@@ -6,7 +6,8 @@
 //! Besides the registry's tools a run may offer two the runtime runs itself: `agent`
 //! (a sub-agent, `crate::subagent`) and, in goal runs, `goal_complete` (`crate::goal`).
 //! The memory tools (`memory_search`, `memory_remember`, `crate::memory`) are runtime
-//! tools too, offered when a memory store is configured. All go through hooks and the permission engine like any tool (read-only: deny rules
+//! tools too, offered when a memory store is configured; so is `a2a_delegate`
+//! (`crate::delegate`), offered when the settings name A2A peers. All go through hooks and the permission engine like any tool (read-only: deny rules
 //! apply, nobody is asked).
 
 use std::sync::Arc;
@@ -46,6 +47,8 @@ enum Callable {
     Memory(ToolDescriptor),
     /// A team tool (`crate::team::tools`).
     Team(ToolDescriptor),
+    /// `a2a_delegate` (`crate::delegate`).
+    Delegate(ToolDescriptor),
 }
 
 impl Callable {
@@ -67,6 +70,13 @@ impl Callable {
         if name == AGENT_TOOL {
             return Some(Callable::Agent);
         }
+        if name == crate::delegate::DELEGATE_TOOL
+            && crate::delegate::offered(&ctx.settings.settings)
+        {
+            return Some(Callable::Delegate(crate::delegate::descriptor(
+                &ctx.settings.settings,
+            )));
+        }
         if ctx.session.memory().is_some() {
             if let Some(descriptor) = memory::descriptor(name) {
                 return Some(Callable::Memory(descriptor));
@@ -84,7 +94,9 @@ impl Callable {
             Callable::Tool(tool) => tool.descriptor(),
             Callable::Agent => subagent::descriptor(),
             Callable::GoalComplete => goal_complete_descriptor(),
-            Callable::Memory(descriptor) | Callable::Team(descriptor) => descriptor.clone(),
+            Callable::Memory(descriptor)
+            | Callable::Team(descriptor)
+            | Callable::Delegate(descriptor) => descriptor.clone(),
         }
     }
 }
@@ -194,6 +206,7 @@ pub(crate) async fn run_tool(
                         Callable::Memory(descriptor) => {
                             memory::call(ctx, &descriptor.name, args).await
                         }
+                        Callable::Delegate(_) => crate::delegate::call(ctx, &call.id, args).await,
                         Callable::Team(descriptor) => {
                             crate::team::tools::call(
                                 ctx,
@@ -320,6 +333,7 @@ async fn authorize(
             let request_id = uuid::Uuid::new_v4().to_string();
             let preview = match tool {
                 Callable::Tool(tool) => tool.preview(tool_ctx, args).await,
+                Callable::Delegate(_) => crate::delegate::preview(&settings.settings, args),
                 _ => None,
             };
             let asked = Subject {

@@ -97,6 +97,17 @@ gates:
   # Shell commands run in the project after each round; each must exit with status 0.
   # Example: ["cargo test", "npm run lint"]. Default: none.
   checks: []
+  # Rules every task the leader hands out must meet, checked by the runtime.
+  task_policy:
+    # true: every task names the contract's acceptance criteria it serves, and the team
+    # cannot finish until every criterion was served by a completed task. Needs
+    # require_contract: true. Default false.
+    require_criteria: false
+    # Longest task in characters (100 to 100000); 0 = no bound. Default 0.
+    max_task_chars: 0
+  # true: members report what they leave open (team_follow_up); the team cannot finish while
+  # an item is open, unless the leader defers it with a reason. Default false.
+  follow_ups: false
 
 transcript:
   # Show the messages members send each other. Default true.

@@ -30,6 +30,9 @@
 //! | `loop.stop_policy` | `recover` ([`StopPolicy`]) |
 //! | `gates.require_contract` | `false` |
 //! | `gates.checks` | none |
+//! | `gates.task_policy.require_criteria` | `false` |
+//! | `gates.task_policy.max_task_chars` | `0` (no bound) |
+//! | `gates.follow_ups` | `false` |
 //! | `transcript.show_member_dialogue` | `true` |
 //! | `transcript.show_tool_details`, `transcript.show_thinking` | `false` |
 //! | `communicates_with` | entry agent: every other member; others: the entry agent |
@@ -62,7 +65,7 @@ pub use error::{Error, Issue, IssueKind, Result};
 pub use files::MAX_FILE_BYTES;
 pub use load::{
     load_team_dir, MAX_CHECKS, MAX_CHECK_BYTES, MAX_LABEL_CHARS, MAX_MEMBERS, MAX_PARALLEL_AGENTS,
-    MAX_TOOL_PATTERNS, MAX_TURNS_PER_TASK,
+    MAX_TASK_CHARS, MAX_TOOL_PATTERNS, MAX_TURNS_PER_TASK, MIN_TASK_CHARS,
 };
 pub use lookup::{
     builtin_teams_dir, check_team_name, project_teams_dir, user_teams_dir, TeamCatalog,
@@ -70,6 +73,6 @@ pub use lookup::{
 };
 pub use name::{check_name, NameProblem, MAX_NAME_LEN};
 pub use spec::{
-    CompletionPolicy, GateConfig, LoopConfig, StopPolicy, TranscriptConfig,
+    CompletionPolicy, GateConfig, LoopConfig, StopPolicy, TaskPolicy, TranscriptConfig,
     DEFAULT_MAX_PARALLEL_AGENTS, DEFAULT_MAX_TURNS_PER_TASK,
 };

@@ -21,6 +21,10 @@ pub const MAX_PARALLEL_AGENTS: u32 = 32;
 /// Most entries in `gates.checks`, and the longest command.
 pub const MAX_CHECKS: usize = 32;
 pub const MAX_CHECK_BYTES: usize = 4096;
+/// Bounds of `gates.task_policy.max_task_chars` when it is not `0` (no bound): a task
+/// shorter than the minimum could not say what a member needs.
+pub const MIN_TASK_CHARS: u32 = 100;
+pub const MAX_TASK_CHARS: u32 = 100_000;
 /// Largest `max_turns_per_task`.
 pub const MAX_TURNS_PER_TASK: u32 = 10_000;
 /// Most entries in `tools`.
@@ -353,6 +357,26 @@ impl Checker<'_> {
                     reason,
                 );
             }
+        }
+        let policy = &team.gates.task_policy;
+        if policy.require_criteria && !team.gates.require_contract {
+            self.issue(
+                TEAM_FILE,
+                "gates.task_policy.require_criteria".into(),
+                IssueKind::InvalidValue,
+                "needs gates.require_contract: true (the criteria are the contract's)".into(),
+            );
+        }
+        let chars = policy.max_task_chars;
+        if chars != 0 && !(MIN_TASK_CHARS..=MAX_TASK_CHARS).contains(&chars) {
+            self.issue(
+                TEAM_FILE,
+                "gates.task_policy.max_task_chars".into(),
+                IssueKind::InvalidValue,
+                format!(
+                    "{chars}: must be 0 (no bound) or between {MIN_TASK_CHARS} and {MAX_TASK_CHARS}"
+                ),
+            );
         }
     }
 

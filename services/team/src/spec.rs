@@ -100,6 +100,36 @@ pub struct GateConfig {
     /// Shell commands run in the project root after each round's work; each must exit 0.
     /// Default: none.
     pub checks: Vec<String>,
+    /// Rules every `team_dispatch` task must satisfy. Default: none (every rule off).
+    pub task_policy: TaskPolicy,
+    /// Members report what they leave open with `team_follow_up`; `team_complete` is
+    /// refused while one is neither done nor deferred by the leader with a reason. Default
+    /// `false`.
+    pub follow_ups: bool,
+}
+
+/// `team.yaml` `gates.task_policy`: rules the runtime checks on every `team_dispatch`
+/// (refused with an error result naming the rule) and, for `require_criteria`, again at
+/// `team_complete`. Only rules a program can decide: whether a task fits a member's role
+/// is left to the member's `tools` and the permission engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TaskPolicy {
+    /// Every dispatch names the contract's acceptance criteria it serves (`criteria`: their
+    /// numbers), and `team_complete` requires every criterion to have been served by a
+    /// completed task of a member other than the `qa`/`reviewer` gates. Needs
+    /// `gates.require_contract`. Default `false`.
+    pub require_criteria: bool,
+    /// Longest task text in characters; a longer task must be split. `0` (the default) is
+    /// no bound.
+    pub max_task_chars: u32,
+}
+
+impl TaskPolicy {
+    /// Whether any rule is on.
+    pub fn is_on(&self) -> bool {
+        self.require_criteria || self.max_task_chars > 0
+    }
 }
 
 /// `team.yaml` `transcript`: what of the team's work the user sees.

@@ -11,6 +11,7 @@ mod all {
     mod builtins;
     mod create;
     mod defaults;
+    mod gates;
     mod hostile;
     mod install;
     mod lookup;

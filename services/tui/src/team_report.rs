@@ -1,7 +1,8 @@
 //! `lumina -p … --team NAME`: the team's part of the json report, folded from the team
 //! events the run produces — each member's latest state, each gate's latest result, the
-//! number of rounds.
+//! follow-ups and how they were settled, the number of rounds.
 
+use lumina_client::protocol::team::FollowUpStatus;
 use lumina_client::protocol::{Event, EventFrame, MemberStatus};
 use serde::Serialize;
 
@@ -11,7 +12,20 @@ pub struct TeamReport {
     pub team: String,
     pub members: Vec<MemberReport>,
     pub gates: Vec<GateReport>,
+    /// Every follow-up of the team run (`gates.follow_ups`), in the order reported.
+    pub follow_ups: Vec<FollowUpReport>,
     pub rounds: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FollowUpReport {
+    pub id: String,
+    pub item: String,
+    pub by: String,
+    pub status: FollowUpStatus,
+    /// Why it was deferred, or a note on how it was done.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub reason: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -50,6 +64,7 @@ impl TeamTracker {
                     })
                     .collect(),
                 gates: Vec::new(),
+                follow_ups: Vec::new(),
                 rounds: 0,
             },
         }
@@ -84,6 +99,25 @@ impl TeamTracker {
                     None => report.gates.push(gate),
                 }
             }
+            Event::TeamFollowUpOpened(e) if e.team_run_id == self.team_run_id => {
+                report.follow_ups.push(FollowUpReport {
+                    id: e.follow_up_id.clone(),
+                    item: e.item.clone(),
+                    by: e.by.clone(),
+                    status: FollowUpStatus::Open,
+                    reason: String::new(),
+                });
+            }
+            Event::TeamFollowUpResolved(e) if e.team_run_id == self.team_run_id => {
+                if let Some(item) = report
+                    .follow_ups
+                    .iter_mut()
+                    .find(|f| f.id == e.follow_up_id)
+                {
+                    item.status = e.disposition.into();
+                    item.reason = e.reason.clone();
+                }
+            }
             _ => {}
         }
     }
@@ -95,7 +129,10 @@ impl TeamTracker {
 
 #[cfg(test)]
 mod tests {
-    use lumina_client::protocol::team::{TeamGateChecked, TeamTaskEnded};
+    use lumina_client::protocol::team::{
+        FollowUpDisposition, TeamFollowUpOpened, TeamFollowUpResolved, TeamGateChecked,
+        TeamTaskEnded,
+    };
     use lumina_client::protocol::TaskStatus;
     use pretty_assertions::assert_eq;
 
@@ -131,6 +168,23 @@ mod tests {
             status: TaskStatus::Completed,
             summary: "ok".into(),
         })));
+        for (id, item) in [("F1", "migrate old rows"), ("F2", "document the flag")] {
+            tracker.event(&frame(Event::TeamFollowUpOpened(TeamFollowUpOpened {
+                team_run_id: "t".into(),
+                follow_up_id: id.into(),
+                round: 1,
+                by: "qa".into(),
+                task_id: "x".into(),
+                item: item.into(),
+            })));
+        }
+        tracker.event(&frame(Event::TeamFollowUpResolved(TeamFollowUpResolved {
+            team_run_id: "t".into(),
+            follow_up_id: "F1".into(),
+            by: "lead".into(),
+            disposition: FollowUpDisposition::Deferred,
+            reason: "next release".into(),
+        })));
         // Another team run's events do not count.
         tracker.event(&frame(Event::TeamTaskEnded(TeamTaskEnded {
             team_run_id: "other".into(),
@@ -153,6 +207,22 @@ mod tests {
                     passed: true,
                     output: "passed=true".into(),
                 }],
+                follow_ups: vec![
+                    FollowUpReport {
+                        id: "F1".into(),
+                        item: "migrate old rows".into(),
+                        by: "qa".into(),
+                        status: FollowUpStatus::Deferred,
+                        reason: "next release".into(),
+                    },
+                    FollowUpReport {
+                        id: "F2".into(),
+                        item: "document the flag".into(),
+                        by: "qa".into(),
+                        status: FollowUpStatus::Open,
+                        reason: String::new(),
+                    },
+                ],
                 rounds: 0,
             }
         );

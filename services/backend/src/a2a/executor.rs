@@ -38,11 +38,32 @@ use crate::profile::Profile;
 
 pub struct RuntimeExecutor {
     profile: Arc<dyn Profile>,
+    /// The service's task store: a peer deployment may only continue contexts of its own
+    /// tasks.
+    tasks: Arc<dyn lumina_a2a::TaskStore>,
 }
 
 impl RuntimeExecutor {
-    pub fn new(profile: Arc<dyn Profile>) -> Self {
-        Self { profile }
+    pub fn new(profile: Arc<dyn Profile>, tasks: Arc<dyn lumina_a2a::TaskStore>) -> Self {
+        Self { profile, tasks }
+    }
+
+    /// Whether `principal` may name `session_id` as its context: the profile's users any
+    /// of their sessions; a peer deployment (`peer:<node>`) only contexts its own tasks
+    /// were in, never the user's other sessions.
+    async fn may_use_context(
+        &self,
+        principal: &Principal,
+        identity: &Identity,
+        session_id: &str,
+    ) -> bool {
+        if !identity.sub.starts_with("peer:") {
+            return true;
+        }
+        self.tasks
+            .list(&principal.owner, Some(session_id))
+            .await
+            .is_ok_and(|tasks| !tasks.is_empty())
     }
 
     async fn call<T: DeserializeOwned>(
@@ -236,6 +257,14 @@ impl Executor for RuntimeExecutor {
         let identity = identity(principal)?;
         match requested.filter(|c| !c.is_empty()) {
             Some(session_id) => {
+                let refused = || {
+                    Error::InvalidParams(format!(
+                        "contextId {session_id} is not one of your sessions (omit it to start one)"
+                    ))
+                };
+                if !self.may_use_context(principal, &identity, session_id).await {
+                    return Err(refused());
+                }
                 let _: Value = self
                     .call(
                         &identity,
@@ -245,11 +274,7 @@ impl Executor for RuntimeExecutor {
                         },
                     )
                     .await
-                    .map_err(|_| {
-                        Error::InvalidParams(format!(
-                            "contextId {session_id} is not one of your sessions (omit it to start one)"
-                        ))
-                    })?;
+                    .map_err(|_| refused())?;
                 Ok(session_id.to_owned())
             }
             None => {

@@ -48,6 +48,7 @@ pub async fn run(bench: ConversationBench) -> anyhow::Result<Value> {
         env,
         port: 0,
         project_root: tmp.path().to_path_buf(),
+        allow_loopback_agents: false,
     })
     .await?;
     let api = Api::new(format!("http://{}/api/v1", backend.addr), &backend.token)?;

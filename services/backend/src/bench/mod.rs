@@ -3,6 +3,7 @@
 
 pub mod conversation;
 pub mod locomo;
+pub mod rag;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -92,6 +93,37 @@ pub enum BenchCommand {
         #[arg(long, default_value = "50,200")]
         page_sizes: String,
     },
+    /// Project-document RAG on the generated corpus (every format, known answers):
+    /// recall@k of full text and of full text + embeddings, ingestion and search timing.
+    Rag {
+        /// Corpus size: 10 documents and 20 questions per unit.
+        #[arg(long, default_value_t = 5)]
+        scale: usize,
+        /// Cut-offs, comma-separated (at most 20).
+        #[arg(long, default_value = "1,5,10")]
+        k: String,
+        /// Embeddings for the fused run: `auto`, `local`, `remote` or `none` as for
+        /// `bench memory` (the product's selection from the AppRoot's settings), or `hash`
+        /// (the model-free feature-hashing stand-in, 256 dimensions).
+        #[arg(long, default_value = "auto")]
+        embeddings: String,
+        /// The AppRoot whose settings and installed model are used (default: $LUMINA_HOME
+        /// or ~/.lumina). The benchmark's own store is always a temporary one.
+        #[arg(long)]
+        app_root: Option<PathBuf>,
+        /// Also write the report as JSON here.
+        #[arg(long)]
+        output: Option<PathBuf>,
+        /// Fusion parameters (default: the product's, `lumina_rag::RagOptions::default`).
+        #[arg(long)]
+        rrf_k: Option<f64>,
+        /// See --rrf-k: the dense list's weight.
+        #[arg(long)]
+        dense_weight: Option<f64>,
+        /// See --rrf-k: candidates per retriever.
+        #[arg(long)]
+        candidates: Option<usize>,
+    },
     /// Journal-append-to-client latency over WebSocket with many concurrent sessions.
     Latency {
         #[arg(long, default_value_t = 100)]
@@ -125,6 +157,43 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             };
             let report = lumina_journal::bench::run(store, events, batch, payload_bytes).await?;
             println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(())
+        }
+        BenchCommand::Rag {
+            scale,
+            k,
+            embeddings,
+            app_root,
+            output,
+            rrf_k,
+            dense_weight,
+            candidates,
+        } => {
+            let defaults = lumina_rag::RagOptions::default();
+            let options = lumina_rag::RagOptions {
+                rrf_k: rrf_k.unwrap_or(defaults.rrf_k),
+                dense_weight: dense_weight.unwrap_or(defaults.dense_weight),
+                candidates: candidates.unwrap_or(defaults.candidates),
+                ..defaults
+            };
+            let ks: Vec<usize> = k
+                .split(',')
+                .map(|v| v.trim().parse::<usize>())
+                .collect::<Result<_, _>>()
+                .context("--k")?;
+            let embedder: Option<Arc<dyn lumina_memory::embed::EmbeddingProvider>> =
+                if embeddings == "hash" {
+                    Some(Arc::new(lumina_memory::embed::HashEmbeddings::new(256)))
+                } else {
+                    memory_models(app_root, Some(embeddings)).await?.0
+                };
+            let report = rag::run(scale, &ks, embedder, options).await?;
+            let json = serde_json::to_string_pretty(&report)?;
+            if let Some(path) = output {
+                std::fs::write(&path, &json)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+            }
+            println!("{json}");
             Ok(())
         }
         BenchCommand::Memory {
@@ -247,6 +316,7 @@ async fn latency(sessions: usize, per_session: usize) -> anyhow::Result<()> {
         env,
         port: 0,
         project_root: tmp.path().to_path_buf(),
+        allow_loopback_agents: false,
     })
     .await?;
     let url = format!("ws://{}{}", backend.addr, WS_PATH);

@@ -188,6 +188,7 @@ async fn a_task_survives_a_backend_restart() {
         env,
         port: 0,
         project_root: project.canonicalize().unwrap(),
+        allow_loopback_agents: false,
     };
 
     let first = local::build(&options).await.unwrap();
@@ -340,6 +341,7 @@ async fn a_task_waiting_for_an_approval_catches_up_after_a_restart() {
         env,
         port: 0,
         project_root: project.canonicalize().unwrap(),
+        allow_loopback_agents: false,
     };
     let first = local::build(&options).await.unwrap();
     let base = format!("http://{}", first.addr);

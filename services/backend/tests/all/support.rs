@@ -69,6 +69,7 @@ impl Harness {
                 env: Env::from_pairs(vars),
                 port: 0,
                 project_root: project.clone(),
+                allow_loopback_agents: true,
             },
             tools,
         )

@@ -118,3 +118,63 @@ fn memory_recalled_round_trips() {
     assert_eq!(event.run_id(), Some("r1"));
     assert_eq!(Event::from_parts(&kind, &payload).unwrap(), event);
 }
+
+#[test]
+fn delegate_updated_round_trips() {
+    let event = Event::DelegateUpdated {
+        run_id: "r1".into(),
+        call_id: "c1".into(),
+        agent: "research".into(),
+        step: crate::DelegateStep::Status,
+        task_id: Some("t1".into()),
+        state: Some("TASK_STATE_WORKING".into()),
+        detail: "reading".into(),
+    };
+    let (kind, payload) = event.to_parts();
+    assert_eq!(kind, "delegate.updated");
+    assert_eq!(payload["step"], "status");
+    assert_eq!(Event::from_parts(&kind, &payload).unwrap(), event);
+    assert_eq!(event.run_id(), Some("r1"));
+}
+
+#[test]
+fn team_gate_events_have_their_wire_shape_and_old_payloads_decode() {
+    use crate::team::{FollowUpDisposition, TeamCompleted, TeamEntered, TeamFollowUpResolved};
+    let resolved = Event::TeamFollowUpResolved(TeamFollowUpResolved {
+        team_run_id: "t".into(),
+        follow_up_id: "F1".into(),
+        by: "lead".into(),
+        disposition: FollowUpDisposition::Deferred,
+        reason: "next release".into(),
+    });
+    let (kind, payload) = resolved.to_parts();
+    assert_eq!(kind, "team.follow_up_resolved");
+    assert_eq!(
+        payload,
+        serde_json::json!({"team_run_id": "t", "follow_up_id": "F1", "by": "lead",
+            "disposition": "deferred", "reason": "next release"})
+    );
+    assert_eq!(Event::from_parts(&kind, &payload).unwrap(), resolved);
+    // Journals written before show_thinking and follow_ups existed.
+    let entered = Event::from_parts(
+        "team.entered",
+        &serde_json::json!({"team_run_id": "t", "team": "crew", "display_name": "Crew",
+            "entry_agent": "lead", "members": ["lead"]}),
+    )
+    .unwrap();
+    assert!(matches!(
+        entered,
+        Event::TeamEntered(TeamEntered {
+            show_thinking: false,
+            ..
+        })
+    ));
+    let completed = Event::from_parts(
+        "team.completed",
+        &serde_json::json!({"team_run_id": "t", "summary": "s", "rounds": 2}),
+    )
+    .unwrap();
+    assert!(
+        matches!(completed, Event::TeamCompleted(TeamCompleted { follow_ups, .. }) if follow_ups.is_empty())
+    );
+}

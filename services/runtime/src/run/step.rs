@@ -117,7 +117,8 @@ pub(crate) async fn run_loop(
                 });
             }
         };
-        let response = match stream_model(ctx, &client, &request, step).await {
+        let mut thinking = String::new();
+        let response = match stream_model(ctx, &client, &request, step, &mut thinking).await {
             Ok(r) => r,
             Err(ModelError::Cancelled) => {
                 interrupt_step(ctx, step, &ctx.interrupt_reason()).await?;
@@ -163,7 +164,11 @@ pub(crate) async fn run_loop(
             allowed = calls.iter().map(|c| goal.take_tool_call(&c.name)).collect();
             progress = Some(goal.updated(GoalState::Running, None, &ctx.run_id));
         }
-        let mut answer = vec![
+        // A team member's thinking, when its team shows it (`transcript.show_thinking`).
+        let mut answer: Vec<Event> = crate::team::thinking_event(ctx, step, &thinking)
+            .into_iter()
+            .collect();
+        answer.extend([
             Event::MessageAssistant {
                 run_id: ctx.run_id.clone(),
                 step,
@@ -184,7 +189,7 @@ pub(crate) async fn run_loop(
                 context_tokens: context_tokens.max(response.usage.input_tokens),
                 max_tokens: settings.max_tokens,
             },
-        ];
+        ]);
         answer.extend(progress);
         ctx.append(answer).await?;
         if !response.text.is_empty() {
@@ -343,6 +348,7 @@ async fn stream_model(
     client: &ModelClient,
     request: &ChatRequest,
     step: u32,
+    thinking: &mut String,
 ) -> Result<lumina_model::ChatResponse, ModelError> {
     let journal = ctx.session.journal().clone();
     let session_id = journal.session_id().to_string();
@@ -350,7 +356,11 @@ async fn stream_model(
     // Deltas belong to the visible conversation; a sub-agent's text shows only in its
     // journaled messages.
     let live = ctx.is_main();
+    let capture = crate::team::captures_thinking(ctx);
     let mut on_delta = move |delta: StreamDelta| {
+        if let (true, StreamDelta::Thinking(t)) = (capture, &delta) {
+            thinking.push_str(t);
+        }
         if !live {
             return;
         }

@@ -172,6 +172,11 @@ pub(crate) fn offered_tools(ctx: &RunContext, settings: &RunSettings) -> Vec<Too
     if let Some(team) = &ctx.team {
         tools.extend(crate::team::tools::descriptors(team));
     }
+    if crate::delegate::offered(&settings.settings)
+        && ctx.agent.allows(crate::delegate::DELEGATE_TOOL)
+    {
+        tools.push(crate::delegate::descriptor(&settings.settings));
+    }
     if ctx.session.memory().is_some() {
         tools.extend(
             crate::memory::descriptors()

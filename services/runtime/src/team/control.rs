@@ -126,6 +126,7 @@ impl Session {
             members: members.clone(),
             show_member_dialogue: definition.transcript.show_member_dialogue,
             show_tool_details: definition.transcript.show_tool_details,
+            show_thinking: definition.transcript.show_thinking,
         };
         self.journal()
             .append(vec![Event::TeamEntered(entered.clone())])
@@ -295,6 +296,7 @@ pub(crate) async fn resume_round(ctx: &RunContext) -> Result<()> {
                 round,
                 agent: task.agent.clone(),
                 task: task.task.clone(),
+                criteria: task.criteria.clone(),
             },
             Some(task.task_id.clone()),
         )

@@ -1,5 +1,7 @@
-//! The gates `team_complete` must pass: the contract (`gates.require_contract`), the
-//! latest verdicts of the `qa` and `reviewer` members where the team has them, and the
+//! The gates `team_complete` must pass: the contract (`gates.require_contract`), the task
+//! policy (`gates.task_policy.require_criteria`: every criterion served, [`super::policy`]),
+//! the follow-ups (`gates.follow_ups`: none open, [`super::follow_ups`]), the latest
+//! verdicts of the `qa` and `reviewer` members where the team has them, and the
 //! `gates.checks` commands, run in the project root now. Results are journaled as
 //! `team.gate_checked` (a member's own verdict already is, when it gave one); a failing gate
 //! refuses the completion with its output and makes the next round a recovery round.
@@ -12,7 +14,7 @@ use lumina_tools::ToolOutput;
 use serde_json::{json, Value};
 
 use super::state::TeamRecord;
-use super::{TeamScope, QA_MEMBER, REVIEWER_MEMBER};
+use super::{follow_ups, policy, TeamScope, QA_MEMBER, REVIEWER_MEMBER};
 use crate::run::RunContext;
 use crate::settings::RunSettings;
 use crate::Result;
@@ -74,24 +76,32 @@ pub(crate) async fn complete(
         text.push_str("Start a recovery round (team_dispatch) that fixes this, then try again.");
         return Ok(ToolOutput::error(text));
     }
+    // Nothing left undone disappears: the deferred (or, under `completion_policy: leader`,
+    // still open) follow-ups go with the completion and into the leader's result.
+    let unfinished = follow_ups::unfinished(record);
+    let listing = follow_ups::listing(&unfinished);
     ctx.session
         .journal()
         .append(vec![Event::TeamCompleted(TeamCompleted {
             team_run_id: record.team_run_id.clone(),
             summary: summary.clone(),
             rounds: record.round,
+            follow_ups: unfinished,
         })])
         .await?;
     *team
         .shared
         .completed
         .lock()
-        .unwrap_or_else(|p| p.into_inner()) = Some(summary);
+        .unwrap_or_else(|p| p.into_inner()) = Some(format!("{summary}{listing}"));
     let report: Vec<Value> = gates
         .iter()
         .map(|g| json!({"name": g.name, "passed": g.passed}))
         .collect();
-    Ok(ToolOutput::ok("the team's task is complete").with_metadata(json!({ "gates": report })))
+    Ok(
+        ToolOutput::ok(format!("the team's task is complete{listing}"))
+            .with_metadata(json!({ "gates": report })),
+    )
 }
 
 async fn evaluate(
@@ -120,6 +130,23 @@ async fn evaluate(
                 output: "no contract was written (team_contract)".into(),
                 recorded: false,
             },
+        });
+    }
+    if let Some((passed, output)) = policy::gate(definition, record) {
+        gates.push(Gate {
+            name: "task_policy".into(),
+            passed,
+            output,
+            recorded: false,
+        });
+    }
+    if definition.gates.follow_ups {
+        let (passed, output) = follow_ups::gate(record);
+        gates.push(Gate {
+            name: "follow_ups".into(),
+            passed,
+            output,
+            recorded: false,
         });
     }
     for member in [QA_MEMBER, REVIEWER_MEMBER] {

@@ -133,6 +133,7 @@ async fn task(
                 task: plan.task.clone(),
                 call_id: call_id.to_string(),
                 retry_of,
+                criteria: plan.criteria.clone(),
             })],
         )
         .await?;

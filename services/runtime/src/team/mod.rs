@@ -20,16 +20,23 @@
 //!   (`team.messages_delivered` in the same append as the task), the leader's with the
 //!   result of the sender's task.
 //! - **Gates** ([`gates`]): `require_contract` (no dispatch before `team_contract`), the
-//!   verdicts of the `qa` and `reviewer` members (`team_verdict`), and `checks` (commands in
-//!   the project, run at `team_complete`). `team_complete` is refused with the failing
-//!   gate's output while one fails.
+//!   task policy ([`policy`]: rules every dispatch must meet, and every contract criterion
+//!   served at the end), follow-ups ([`follow_ups`]: nothing left open unless the leader
+//!   deferred it with a reason), the verdicts of the `qa` and `reviewer` members
+//!   (`team_verdict`), and `checks` (commands in the project, run at `team_complete`).
+//!   `team_complete` is refused with the failing gate's output while one fails.
+//! - **Thinking**: with `transcript.show_thinking` a member's thinking is journaled
+//!   (`team.member_thinking`, [`thinking_event`]) for clients to show; otherwise it is not
+//!   stored.
 //! - **Durability** ([`control`]): everything is a journal event; after a restart the open
 //!   round resumes: interrupted tasks get `team.task_ended{status: interrupted}` and are
 //!   dispatched once more, completed ones are never re-run.
 
 pub(crate) mod control;
+mod follow_ups;
 mod gates;
 pub(crate) mod member;
+mod policy;
 mod prompt;
 pub mod state;
 pub(crate) mod tools;
@@ -68,11 +75,14 @@ pub(crate) struct TeamShared {
     pub completed: StdMutex<Option<String>>,
     /// Held while a message is counted against the round's cap and journaled.
     pub mailbox: tokio::sync::Mutex<()>,
+    /// Held while a follow-up is numbered or settled and journaled.
+    pub follow_ups: tokio::sync::Mutex<()>,
 }
 
 /// A run's place in a team.
 #[derive(Clone)]
 pub(crate) struct TeamScope {
+    pub team_run_id: String,
     pub definition: Arc<TeamDefinition>,
     pub role: Role,
     pub shared: Arc<TeamShared>,
@@ -183,12 +193,14 @@ pub(crate) async fn attach(ctx: &RunContext) -> Result<Option<Arc<TeamScope>>, T
     }
     let permits = definition.loop_config.max_parallel_agents.max(1) as usize;
     Ok(Some(Arc::new(TeamScope {
+        team_run_id: record.team_run_id.clone(),
         definition: Arc::new(definition),
         role: Role::Leader,
         shared: Arc::new(TeamShared {
             parallel: Semaphore::new(permits),
             completed: StdMutex::new(None),
             mailbox: tokio::sync::Mutex::new(()),
+            follow_ups: tokio::sync::Mutex::new(()),
         }),
     })))
 }
@@ -198,4 +210,34 @@ pub(crate) async fn leader_briefing(ctx: &RunContext) -> Option<String> {
     let team = ctx.team.as_ref().filter(|t| t.is_leader())?;
     let record = active_team(&ctx.session).await?;
     Some(prompt::briefing(&team.definition, &record))
+}
+
+/// Whether a run's thinking is journaled: a member (not the leader, whose thinking streams
+/// as `thinking` deltas like any session's) of a team with `transcript.show_thinking`.
+pub(crate) fn captures_thinking(ctx: &RunContext) -> bool {
+    ctx.team
+        .as_ref()
+        .is_some_and(|t| !t.is_leader() && t.definition.transcript.show_thinking)
+}
+
+/// `team.member_thinking` for one model turn of a member, when it is journaled and the
+/// model gave any thinking.
+pub(crate) fn thinking_event(
+    ctx: &RunContext,
+    step: u32,
+    text: &str,
+) -> Option<lumina_protocol::Event> {
+    let team = ctx.team.as_ref()?;
+    if !captures_thinking(ctx) || text.trim().is_empty() {
+        return None;
+    }
+    Some(lumina_protocol::Event::TeamMemberThinking(
+        lumina_protocol::team::TeamMemberThinking {
+            team_run_id: team.team_run_id.clone(),
+            task_id: team.task_id().to_string(),
+            agent: team.me().to_string(),
+            step,
+            text: text.to_string(),
+        },
+    ))
 }

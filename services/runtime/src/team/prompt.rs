@@ -101,6 +101,15 @@ pub(crate) fn system_prompt(team: &TeamScope, project_root: &str, guidance: &Gui
                     }
                 }
             }
+            if definition.gates.follow_ups {
+                out.push_str(
+                    "\n# Follow-ups\nRecord everything your task leaves open (what you would \
+                     list under \"Open\") with team_follow_up{item}, one item per call: the \
+                     team cannot finish while one is open. When you finish an item that was \
+                     recorded earlier, settle it with team_follow_up{id, disposition: \
+                     \"done\"}. Only the team leader may defer an item.\n",
+                );
+            }
             if name == QA_MEMBER || name == REVIEWER_MEMBER {
                 out.push_str(
                     "\n# Your verdict\nYou are one of the team's gates: before your final \
@@ -144,6 +153,28 @@ fn rules(definition: &TeamDefinition) -> String {
             definition.gates.checks.join("; ")
         ));
     }
+    let policy = &definition.gates.task_policy;
+    if policy.require_criteria {
+        out.push_str(
+            "- Task policy: every team_dispatch names the contract's acceptance criteria it \
+             serves (`criteria`: their numbers); team_complete needs every criterion served by \
+             a completed task of a member other than qa and reviewer.\n",
+        );
+    }
+    if policy.max_task_chars > 0 {
+        out.push_str(&format!(
+            "- Task policy: a task has at most {} characters; split bigger work.\n",
+            policy.max_task_chars
+        ));
+    }
+    if definition.gates.follow_ups {
+        out.push_str(
+            "- Follow-ups: members record what they leave open (team_follow_up). team_complete \
+             is refused while one is open: have it done in a round, or defer it yourself with \
+             team_follow_up{id, disposition: \"deferred\", reason}. Deferred items are listed \
+             in your answer to the user.\n",
+        );
+    }
     if definition.loop_config.completion_policy == CompletionPolicy::LeaderAndGates {
         out.push_str("- A failed task or gate needs a recovery round before you may finish.\n");
     }
@@ -157,7 +188,11 @@ pub(crate) fn briefing(definition: &TeamDefinition, record: &TeamRecord) -> Stri
         Some(contract) => out.push_str(&format!(
             "Contract: {} — acceptance criteria: {}\n",
             contract.goal,
-            contract.acceptance_criteria.join("; ")
+            (1..)
+                .zip(&contract.acceptance_criteria)
+                .map(|(n, c)| format!("{n}. {c}"))
+                .collect::<Vec<_>>()
+                .join("; ")
         )),
         None if definition.gates.require_contract => {
             out.push_str("Contract: not written yet (team_contract comes first)\n")
@@ -178,6 +213,23 @@ pub(crate) fn briefing(definition: &TeamDefinition, record: &TeamRecord) -> Stri
             String::new()
         };
         out.push_str(&format!("- {member}: {}{mail}\n", serde_label(status)));
+    }
+    if !record.follow_ups.is_empty() {
+        out.push_str("Follow-ups:\n");
+        for item in &record.follow_ups {
+            out.push_str(&format!(
+                "- {} ({}, from {}): {}{}\n",
+                item.id,
+                item.status.as_str(),
+                item.by,
+                item.item,
+                if item.reason.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — {}", item.reason)
+                }
+            ));
+        }
     }
     if !record.gates.is_empty() {
         out.push_str("Gates:\n");

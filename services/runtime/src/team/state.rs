@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use lumina_protocol::team::{FollowUpItem, FollowUpStatus};
 use lumina_protocol::{Event, MemberStatus, TaskStatus};
 
 /// The leader's contract for the current task.
@@ -24,9 +25,42 @@ pub struct TaskRecord {
     pub task: String,
     pub call_id: String,
     pub retry_of: Option<String>,
+    /// The contract's acceptance criteria it serves (1-based; `gates.task_policy`).
+    pub criteria: Vec<u32>,
+    /// [`TeamRecord::contract_version`] when it was dispatched: its `criteria` number that
+    /// contract's.
+    pub contract_version: u32,
     /// `None` while it runs.
     pub status: Option<TaskStatus>,
     pub summary: String,
+}
+
+/// An item a member left open (`team_follow_up`), and how it was settled.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FollowUpRecord {
+    pub id: String,
+    pub item: String,
+    pub by: String,
+    pub round: u32,
+    pub task_id: String,
+    pub status: FollowUpStatus,
+    /// Who settled it.
+    pub resolved_by: String,
+    /// Why it was deferred, or a note on how it was done.
+    pub reason: String,
+}
+
+impl FollowUpRecord {
+    /// As `team.completed` lists it.
+    pub fn item(&self) -> FollowUpItem {
+        FollowUpItem {
+            follow_up_id: self.id.clone(),
+            item: self.item.clone(),
+            by: self.by.clone(),
+            status: self.status,
+            reason: self.reason.clone(),
+        }
+    }
 }
 
 /// A message in a mailbox.
@@ -61,6 +95,9 @@ pub struct TeamRecord {
     /// Entered and not exited.
     pub active: bool,
     pub contract: Option<Contract>,
+    /// How many contracts were written in this team run (each `team.contract_written`
+    /// replaces the previous one).
+    pub contract_version: u32,
     /// The latest round's number (0 before the first).
     pub round: u32,
     /// The latest round started and has not ended.
@@ -76,6 +113,10 @@ pub struct TeamRecord {
     pub gate_log: Vec<GateRecord>,
     /// The summaries of `team.completed`, in order.
     pub completions: Vec<String>,
+    /// The follow-ups of the current task (cleared by `team.completed`), in order.
+    pub follow_ups: Vec<FollowUpRecord>,
+    /// Follow-ups reported over the whole team run (numbers `F1`, `F2`, …).
+    pub follow_ups_total: u32,
 }
 
 impl TeamRecord {
@@ -110,6 +151,38 @@ impl TeamRecord {
                 Some(status) => (status.into(), task.summary.clone()),
             },
         }
+    }
+
+    pub fn follow_up(&self, id: &str) -> Option<&FollowUpRecord> {
+        self.follow_ups.iter().find(|f| f.id == id)
+    }
+
+    /// Follow-ups neither done nor deferred.
+    pub fn open_follow_ups(&self) -> Vec<&FollowUpRecord> {
+        self.follow_ups
+            .iter()
+            .filter(|f| f.status == FollowUpStatus::Open)
+            .collect()
+    }
+
+    /// The current contract's criteria (1-based) that no completed task of a member in
+    /// `workers` served, with their text.
+    pub fn unserved_criteria(&self, workers: &[&str]) -> Vec<(u32, String)> {
+        let Some(contract) = &self.contract else {
+            return Vec::new();
+        };
+        (1..)
+            .zip(&contract.acceptance_criteria)
+            .filter(|(n, _)| {
+                !self.tasks.iter().any(|t| {
+                    t.contract_version == self.contract_version
+                        && t.status == Some(TaskStatus::Completed)
+                        && workers.contains(&t.agent.as_str())
+                        && t.criteria.contains(n)
+                })
+            })
+            .map(|(n, text)| (n, text.clone()))
+            .collect()
     }
 
     /// The interrupted tasks of the open round that have not been dispatched again.
@@ -192,6 +265,8 @@ pub(crate) fn apply(teams: &mut Vec<TeamRecord>, event: &Event) {
         Event::TeamMessagesDelivered(e) => &e.team_run_id,
         Event::TeamGateChecked(e) => &e.team_run_id,
         Event::TeamCompleted(e) => &e.team_run_id,
+        Event::TeamFollowUpOpened(e) => &e.team_run_id,
+        Event::TeamFollowUpResolved(e) => &e.team_run_id,
         _ => return,
     };
     let Some(team) = teams.iter_mut().find(|t| t.team_run_id == *id) else {
@@ -203,7 +278,8 @@ pub(crate) fn apply(teams: &mut Vec<TeamRecord>, event: &Event) {
             team.contract = Some(Contract {
                 goal: e.goal.clone(),
                 acceptance_criteria: e.acceptance_criteria.clone(),
-            })
+            });
+            team.contract_version += 1;
         }
         Event::TeamRoundStarted(e) => {
             team.round = e.round;
@@ -227,6 +303,8 @@ pub(crate) fn apply(teams: &mut Vec<TeamRecord>, event: &Event) {
             task: e.task.clone(),
             call_id: e.call_id.clone(),
             retry_of: e.retry_of.clone(),
+            criteria: e.criteria.clone(),
+            contract_version: team.contract_version,
             status: None,
             summary: String::new(),
         }),
@@ -275,6 +353,27 @@ pub(crate) fn apply(teams: &mut Vec<TeamRecord>, event: &Event) {
             team.contract = None;
             team.gates.clear();
             team.recovery_reason = None;
+            team.follow_ups.clear();
+        }
+        Event::TeamFollowUpOpened(e) => {
+            team.follow_ups_total += 1;
+            team.follow_ups.push(FollowUpRecord {
+                id: e.follow_up_id.clone(),
+                item: e.item.clone(),
+                by: e.by.clone(),
+                round: e.round,
+                task_id: e.task_id.clone(),
+                status: FollowUpStatus::Open,
+                resolved_by: String::new(),
+                reason: String::new(),
+            });
+        }
+        Event::TeamFollowUpResolved(e) => {
+            if let Some(item) = team.follow_ups.iter_mut().find(|f| f.id == e.follow_up_id) {
+                item.status = e.disposition.into();
+                item.resolved_by = e.by.clone();
+                item.reason = e.reason.clone();
+            }
         }
         _ => {}
     }
@@ -299,6 +398,7 @@ mod tests {
             task: format!("task of {agent}"),
             call_id: String::new(),
             retry_of: retry_of.map(str::to_string),
+            criteria: Vec::new(),
         })
     }
 
@@ -336,6 +436,7 @@ mod tests {
                 members: vec!["lead".into(), "a".into(), "b".into()],
                 show_member_dialogue: true,
                 show_tool_details: false,
+                show_thinking: false,
             }),
         );
         for event in &events {

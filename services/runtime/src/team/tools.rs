@@ -12,7 +12,9 @@ use lumina_tools::{ToolDescriptor, ToolOutput};
 use serde_json::{json, Value};
 
 use super::state::TeamRecord;
-use super::{active_team, gates, member, TeamScope, QA_MEMBER, REVIEWER_MEMBER};
+use super::{
+    active_team, follow_ups, gates, member, policy, TeamScope, QA_MEMBER, REVIEWER_MEMBER,
+};
 use crate::run::RunContext;
 use crate::settings::RunSettings;
 use crate::tool_call::{run_tool, CallOutcome, Precheck};
@@ -30,6 +32,8 @@ pub(crate) struct DispatchPlan {
     pub round: u32,
     pub agent: String,
     pub task: String,
+    /// The contract's criteria it serves (`gates.task_policy.require_criteria`).
+    pub criteria: Vec<u32>,
 }
 
 /// The team tools `team` offers its run.
@@ -46,6 +50,9 @@ pub(crate) fn descriptors(team: &TeamScope) -> Vec<ToolDescriptor> {
     if talks {
         tools.push(message_descriptor(team));
     }
+    if team.definition.gates.follow_ups {
+        tools.push(follow_ups::descriptor(team));
+    }
     if team.is_leader() {
         tools.push(complete_descriptor());
     } else if is_gate_member(team.me()) {
@@ -54,11 +61,11 @@ pub(crate) fn descriptors(team: &TeamScope) -> Vec<ToolDescriptor> {
     tools
 }
 
-fn is_gate_member(name: &str) -> bool {
+pub(crate) fn is_gate_member(name: &str) -> bool {
     name == QA_MEMBER || name == REVIEWER_MEMBER
 }
 
-fn runtime_tool(name: &str, description: String, schema: Value) -> ToolDescriptor {
+pub(crate) fn runtime_tool(name: &str, description: String, schema: Value) -> ToolDescriptor {
     ToolDescriptor {
         name: name.into(),
         description,
@@ -95,25 +102,32 @@ fn dispatch_descriptor(team: &TeamScope) -> ToolDescriptor {
         .filter(|m| m.name != team.definition.entry_agent)
         .map(|m| m.name.clone())
         .collect();
-    runtime_tool(
-        DISPATCH_TOOL,
-        format!(
-            "Hand one task to a team member; its final answer comes back as the result. The \
-             member sees only this task, its own earlier tasks and messages sent to it, so say \
-             everything it needs. Several team_dispatch calls in one message form a round and \
-             run in parallel (at most {} at once), one task per member per round. Members: {}.",
-            team.definition.loop_config.max_parallel_agents,
-            members.join(", ")
-        ),
-        json!({
-            "type": "object",
-            "properties": {
-                "agent": {"type": "string", "enum": members},
-                "task": {"type": "string"}
-            },
-            "required": ["agent", "task"]
-        }),
-    )
+    let mut description = format!(
+        "Hand one task to a team member; its final answer comes back as the result. The \
+         member sees only this task, its own earlier tasks and messages sent to it, so say \
+         everything it needs. Several team_dispatch calls in one message form a round and \
+         run in parallel (at most {} at once), one task per member per round. Members: {}.",
+        team.definition.loop_config.max_parallel_agents,
+        members.join(", ")
+    );
+    description.push_str(&policy::describe(&team.definition.gates.task_policy));
+    let mut schema = json!({
+        "type": "object",
+        "properties": {
+            "agent": {"type": "string", "enum": members},
+            "task": {"type": "string"}
+        },
+        "required": ["agent", "task"]
+    });
+    if team.definition.gates.task_policy.require_criteria {
+        schema["properties"]["criteria"] = json!({
+            "type": "array",
+            "items": {"type": "integer", "minimum": 1},
+            "description": "the numbers (1, 2, …) of the contract's acceptance criteria this task serves"
+        });
+        schema["required"] = json!(["agent", "task", "criteria"]);
+    }
+    runtime_tool(DISPATCH_TOOL, description, schema)
 }
 
 fn message_descriptor(team: &TeamScope) -> ToolDescriptor {
@@ -196,9 +210,14 @@ pub(crate) enum Refusal {
     StopOnFailure { reason: String },
     #[error("`{agent}` has a task in this round already; put everything for it in one task")]
     Twice { agent: String },
+    #[error(transparent)]
+    Policy(#[from] policy::PolicyRefusal),
 }
 
-fn string_arg<'a>(args: &'a Value, key: &'static str) -> std::result::Result<&'a str, Refusal> {
+pub(crate) fn string_arg<'a>(
+    args: &'a Value,
+    key: &'static str,
+) -> std::result::Result<&'a str, Refusal> {
     args.get(key)
         .and_then(Value::as_str)
         .map(str::trim)
@@ -231,6 +250,7 @@ pub(crate) async fn call(
         MESSAGE_TOOL => message(ctx, settings, team, args).await,
         VERDICT_TOOL => verdict(ctx, team, &record, args).await,
         COMPLETE_TOOL => gates::complete(ctx, settings, team, &record, args).await,
+        follow_ups::FOLLOW_UP_TOOL => follow_ups::call(ctx, team, args).await,
         other => Ok(ToolOutput::error(format!("unknown team tool `{other}`"))),
     }
 }
@@ -403,6 +423,7 @@ fn refusal(
     if definition.gates.require_contract && record.contract.is_none() {
         return Err(Refusal::NoContract);
     }
+    let criteria = policy::check(&definition.gates.task_policy, record, &task, args)?;
     let max = definition.loop_config.max_iterations;
     if max != 0 && record.round >= max {
         return Err(Refusal::MaxIterations { max });
@@ -421,6 +442,7 @@ fn refusal(
         round: record.round + 1,
         agent,
         task,
+        criteria,
     })
 }
 

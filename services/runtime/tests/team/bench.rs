@@ -67,6 +67,7 @@ pub(super) async fn checkpoints(store: &str, open: impl Fn() -> Runtime, world: 
                     task: "a task of a few words".into(),
                     call_id: format!("call-{task}"),
                     retry_of: None,
+                    criteria: Vec::new(),
                 })],
             )
             .await

@@ -25,9 +25,15 @@ fn as_member(name: &str, turn: Turn) -> Turn {
 }
 
 fn dispatch(agent: &str) -> (String, serde_json::Value) {
+    // The built-in team's task policy: every task names the criteria it serves.
+    let criteria = if agent == "backend" {
+        json!([1, 2])
+    } else {
+        json!([1])
+    };
     (
         "team_dispatch".to_string(),
-        json!({"agent": agent, "task": format!("TASK-{agent}: do your part of the feature")}),
+        json!({"agent": agent, "task": format!("TASK-{agent}: do your part of the feature"), "criteria": criteria}),
     )
 }
 
@@ -40,7 +46,7 @@ fn script() -> Vec<Turn> {
     let qa_task = |n: u32| {
         Turn::tool_call(
             "team_dispatch",
-            json!({"agent": "qa", "task": format!("TASK-qa-{n}: verify every criterion")}),
+            json!({"agent": "qa", "task": format!("TASK-qa-{n}: verify every criterion"), "criteria": [1, 2]}),
         )
     };
     let mut turns = vec![
@@ -56,11 +62,11 @@ fn script() -> Vec<Turn> {
         )),
         leader(Turn::tool_call(
             "team_dispatch",
-            json!({"agent": "backend", "task": "TASK-backend-fix: add the missing test"}),
+            json!({"agent": "backend", "task": "TASK-backend-fix: add the missing test", "criteria": [2]}),
         )),
         leader(qa_task(2).with_tool_call(
             "team_dispatch",
-            json!({"agent": "reviewer", "task": "TASK-reviewer: review the change"}),
+            json!({"agent": "reviewer", "task": "TASK-reviewer: review the change", "criteria": [1, 2]}),
         )),
         leader(Turn::tool_call(
             "team_complete",
@@ -164,8 +170,11 @@ async fn product_development(api_type: &str) {
             "team.round_started",
             "team.gate_checked",
             "team.round_ended",
-            // team_complete while QA's verdict fails: the contract passes, the reviewer has
-            // not given one yet.
+            // team_complete while QA's verdict fails: the contract, the task policy (both
+            // criteria served by the backend) and the follow-ups (none) pass, the reviewer
+            // has not given a verdict yet.
+            "team.gate_checked",
+            "team.gate_checked",
             "team.gate_checked",
             "team.gate_checked",
             "team.round_started",
@@ -174,6 +183,9 @@ async fn product_development(api_type: &str) {
             "team.gate_checked",
             "team.gate_checked",
             "team.round_ended",
+            // The contract, the task policy and the follow-ups again.
+            "team.gate_checked",
+            "team.gate_checked",
             "team.gate_checked",
         ]
     );

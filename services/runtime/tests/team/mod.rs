@@ -1,12 +1,13 @@
 //! Agent teams driven through `Runtime` and `Session` against the scripted model server:
 //! the product-development flow (contract, parallel rounds bounded by
 //! `max_parallel_agents`, a QA gate that fails once and passes in a recovery round, the
-//! finish), isolation of the members' requests, a restart in the middle of a round, and
-//! bad input.
+//! finish), isolation of the members' requests, a restart in the middle of a round, the
+//! task-policy and follow-up gates and `show_thinking`, and bad input.
 
 mod bad_input;
 mod bench;
 mod flow;
+mod gates;
 mod postgres;
 mod restart;
 

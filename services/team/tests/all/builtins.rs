@@ -67,6 +67,15 @@ fn product_development_loads_and_validates() {
         ]
     );
     assert!(team.gates.require_contract);
+    // The task-policy and follow-up gates are on (docs/teams.md, "Gates").
+    assert_eq!(
+        team.gates.task_policy,
+        lumina_team::TaskPolicy {
+            require_criteria: true,
+            max_task_chars: 8000
+        }
+    );
+    assert!(team.gates.follow_ups);
     assert_leader_hub(&team);
     assert_eq!(peers(&team, "qa"), ["team-leader", "frontend", "backend"]);
     assert_eq!(peers(&team, "reviewer"), ["team-leader"]);

@@ -1,7 +1,7 @@
 //! What a team with every optional field left out looks like.
 
 use lumina_team::{
-    CompletionPolicy, GateConfig, LoopConfig, StopPolicy, TeamSource, TranscriptConfig,
+    CompletionPolicy, GateConfig, LoopConfig, StopPolicy, TaskPolicy, TeamSource, TranscriptConfig,
     DEFAULT_MAX_PARALLEL_AGENTS, DEFAULT_MAX_TURNS_PER_TASK,
 };
 use pretty_assertions::assert_eq;
@@ -38,6 +38,11 @@ fn optional_fields_take_their_documented_defaults() {
         GateConfig {
             require_contract: false,
             checks: vec![],
+            task_policy: TaskPolicy {
+                require_criteria: false,
+                max_task_chars: 0,
+            },
+            follow_ups: false,
         }
     );
     assert_eq!(
@@ -123,7 +128,8 @@ fn given_fields_are_used_as_written() {
         "name: crew\ndisplay_name: '  The Crew  '\nentry_agent: leader\n\
          loop: {max_iterations: 7, max_parallel_agents: 2, completion_policy: leader, \
          stop_policy: stop_on_failure}\n\
-         gates:\n  require_contract: true\n  checks:\n    - cargo test\n    - |\n      make lint\n      make docs\n\
+         gates:\n  require_contract: true\n  follow_ups: true\n  task_policy: {require_criteria: true, max_task_chars: 2000}\n\
+         \x20 checks:\n    - cargo test\n    - |\n      make lint\n      make docs\n\
          transcript: {show_member_dialogue: false, show_tool_details: true, show_thinking: true}\n\
          agents: [leader, worker, tester]\n",
     );
@@ -156,6 +162,11 @@ fn given_fields_are_used_as_written() {
         GateConfig {
             require_contract: true,
             checks: vec!["cargo test".into(), "make lint\nmake docs\n".into()],
+            task_policy: TaskPolicy {
+                require_criteria: true,
+                max_task_chars: 2000,
+            },
+            follow_ups: true,
         }
     );
     assert_eq!(

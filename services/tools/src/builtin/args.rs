@@ -13,7 +13,7 @@ use crate::ToolOutput;
 
 /// Validates `args` against `schema` and deserializes them; the error is a ready-to-return
 /// tool output naming the offending field.
-pub(crate) fn parse<T: DeserializeOwned>(
+pub fn parse<T: DeserializeOwned>(
     tool: &str,
     schema: &Value,
     args: Value,

@@ -24,6 +24,8 @@ mod write_file;
 
 use std::sync::Arc;
 
+/// Argument parsing with messages that name the field, for tools of other crates too.
+pub use args::parse as parse_args;
 pub use browser::{BrowserTools, UrlGuard, NAMES as BROWSER_TOOLS, SCREENSHOT_DIR};
 pub use edit_file::EditFile;
 pub use glob::{Glob, MAX_RESULTS as GLOB_MAX_RESULTS};

@@ -289,9 +289,8 @@ pub struct App {
     /// Requests answered here (so a resume listing them again does not reopen the dialog).
     pub(crate) answered: HashSet<String>,
     pub(crate) selected_tool: Option<usize>,
-    /// The team's `transcript` choices while the session is in one: (member dialogue, tool
-    /// details).
-    pub(crate) team_transcript: Option<(bool, bool)>,
+    /// The team's `transcript` choices while the session is in one.
+    pub(crate) team_transcript: Option<super::team::TeamTranscript>,
 }
 
 impl App {

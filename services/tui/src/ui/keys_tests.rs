@@ -555,8 +555,8 @@ fn team_commands_go_to_the_backend() {
 
 #[test]
 fn a_team_shows_as_a_group_chat_honouring_its_transcript_choices() {
-    use lumina_client::protocol::team::{TeamEntered, TeamMessageSent};
-    let transcript_of = |dialogue: bool| {
+    use lumina_client::protocol::team::{TeamEntered, TeamMemberThinking, TeamMessageSent};
+    let transcript_of = |dialogue: bool, thinking: bool| {
         let mut app = app();
         app.update(Msg::Conn(ConnEvent::Opened {
             session: session("s1"),
@@ -570,6 +570,7 @@ fn a_team_shows_as_a_group_chat_honouring_its_transcript_choices() {
             members: vec!["lead".into(), "qa".into()],
             show_member_dialogue: dialogue,
             show_tool_details: false,
+            show_thinking: thinking,
         });
         let side = |seq: u64, stream: &str, event: Event| EventFrame {
             session_id: "s1".into(),
@@ -595,10 +596,18 @@ fn a_team_shows_as_a_group_chat_honouring_its_transcript_choices() {
             tool: "read_file".into(),
             arguments: json!({"path": "a.txt"}),
         };
+        let thought = Event::TeamMemberThinking(TeamMemberThinking {
+            team_run_id: "t".into(),
+            task_id: "x".into(),
+            agent: "qa".into(),
+            step: 1,
+            text: "\nCriterion 2 needs a test.\nLet me look for one.\nNone found.".into(),
+        });
         app.update(Msg::Conn(ConnEvent::Events(vec![
             side(1, "main", entered),
             side(2, "team/t", message),
-            side(3, "team/t/qa", tool),
+            side(3, "team/t/qa", thought),
+            side(4, "team/t/qa", tool),
         ])));
         app.transcript
             .kinds()
@@ -609,15 +618,23 @@ fn a_team_shows_as_a_group_chat_honouring_its_transcript_choices() {
             .collect::<Vec<String>>()
     };
     assert_eq!(
-        transcript_of(true),
+        transcript_of(true, false),
         vec![
             "team Crew (crew): lead, qa".to_string(),
             "[team/t] qa → lead: criterion 2 fails".to_string(),
         ]
     );
     assert_eq!(
-        transcript_of(false),
+        transcript_of(false, false),
         vec!["team Crew (crew): lead, qa".to_string()]
+    );
+    // show_thinking: the member's thinking, collapsed to its first line, dim.
+    assert_eq!(
+        transcript_of(false, true),
+        vec![
+            "team Crew (crew): lead, qa".to_string(),
+            "[team/t/qa] qa thinking: Criterion 2 needs a test. (+2 lines)".to_string(),
+        ]
     );
 }
 

@@ -19,6 +19,7 @@ mod permissions;
 mod reducer;
 pub mod render;
 mod slash;
+mod team;
 pub mod terminal;
 pub mod theme;
 pub mod transcript;

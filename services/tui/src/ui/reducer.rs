@@ -11,6 +11,7 @@ use super::app::{
     ActiveRun, App, ConnEvent, ConnState, Overlay, PermissionUi, RunningTool, SessionMeta,
 };
 use super::render::entries::tool_summary;
+use super::team::{team_line, TeamTranscript};
 use super::transcript::{EntryKind, Level, ToolArtifact, ToolEntry, ToolState};
 
 impl App {
@@ -201,9 +202,7 @@ impl App {
             return;
         }
         match &frame.event {
-            Event::TeamEntered(e) => {
-                self.team_transcript = Some((e.show_member_dialogue, e.show_tool_details))
-            }
+            Event::TeamEntered(e) => self.team_transcript = Some(TeamTranscript::of(e)),
             Event::TeamExited(_) => self.team_transcript = None,
             _ => {}
         }
@@ -415,6 +414,11 @@ impl App {
                 self.transcript
                     .push(EntryKind::Dim(recalled_line(source_ids)));
             }
+            event @ Event::DelegateUpdated { .. } => {
+                if let Some(line) = delegate_line(event) {
+                    self.transcript.push(EntryKind::Dim(line));
+                }
+            }
             Event::TeamEntered(_)
             | Event::TeamExited(_)
             | Event::TeamCompleted(_)
@@ -425,11 +429,15 @@ impl App {
             | Event::TeamTaskEnded(_)
             | Event::TeamMessageSent(_)
             | Event::TeamMessagesDelivered(_)
-            | Event::TeamGateChecked(_) => {
+            | Event::TeamGateChecked(_)
+            | Event::TeamFollowUpOpened(_)
+            | Event::TeamFollowUpResolved(_) => {
                 if let Some(line) = team_line(&frame.event) {
                     self.transcript.push(EntryKind::Dim(line));
                 }
             }
+            // Journaled on the member's stream only (`apply_side_stream`).
+            Event::TeamMemberThinking(_) => {}
             Event::Unknown => {
                 self.transcript.push(EntryKind::Dim(format!(
                     "event #{} of a kind this version does not know",
@@ -497,17 +505,11 @@ impl App {
     /// counts, everything else is one dim line.
     fn apply_side_stream(&mut self, frame: &EventFrame) {
         let stream = &frame.stream;
-        // A team's `transcript` choices: member dialogue, and tool starts with arguments.
-        if let (true, Some((dialogue, tools))) = (stream.starts_with("team/"), self.team_transcript)
+        // A team's `transcript` choices: member dialogue, tool starts with arguments,
+        // members' thinking.
+        if stream.starts_with("team/") && !TeamTranscript::shows(self.team_transcript, &frame.event)
         {
-            let hidden = match &frame.event {
-                Event::TeamMessageSent(_) => !dialogue,
-                Event::ToolStarted { .. } => !tools,
-                _ => false,
-            };
-            if hidden {
-                return;
-            }
+            return;
         }
         let text = match &frame.event {
             Event::PermissionRequested { .. } => {
@@ -546,11 +548,18 @@ impl App {
             | Event::TeamTaskDispatched(_)
             | Event::TeamTaskEnded(_)
             | Event::TeamMessageSent(_)
-            | Event::TeamGateChecked(_)) => match team_line(event) {
+            | Event::TeamGateChecked(_)
+            | Event::TeamFollowUpOpened(_)
+            | Event::TeamFollowUpResolved(_)
+            | Event::TeamMemberThinking(_)) => match team_line(event) {
                 Some(line) => line,
                 None => return,
             },
             Event::TeamMessagesDelivered(_) => return,
+            event @ Event::DelegateUpdated { .. } => match delegate_line(event) {
+                Some(line) => line,
+                None => return,
+            },
             Event::Unknown => format!("event #{} of a kind this version does not know", frame.seq),
             other => other.kind().to_string(),
         };
@@ -593,6 +602,39 @@ fn first_line(text: &str) -> &str {
 const RECALLED_SHOWN: usize = 3;
 
 /// `memory: 2 earlier item(s) recalled — s1:4, s2:9`: which evidence the turn was given.
+/// A transcript line for a delegation step (`delegate.updated`): the card and sent steps
+/// are not worth a line; status, artifacts and the end are.
+fn delegate_line(event: &Event) -> Option<String> {
+    use lumina_client::protocol::DelegateStep;
+    let Event::DelegateUpdated {
+        agent,
+        step,
+        state,
+        detail,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    let state = state
+        .as_deref()
+        .map(|s| {
+            s.trim_start_matches("TASK_STATE_")
+                .to_ascii_lowercase()
+                .replace('_', "-")
+        })
+        .unwrap_or_default();
+    let detail = first_line(detail);
+    let line = match step {
+        DelegateStep::Card | DelegateStep::Sent => return None,
+        DelegateStep::Status => format!("a2a {agent}: {state} {detail}"),
+        DelegateStep::Artifact => format!("a2a {agent}: artifact {detail}"),
+        DelegateStep::Ended => format!("a2a {agent}: ended {state} {detail}"),
+        DelegateStep::Unreachable => format!("a2a {agent}: unreachable — {detail}"),
+    };
+    Some(line.trim_end().to_owned())
+}
+
 fn recalled_line(source_ids: &[String]) -> String {
     let mut line = format!("memory: {} earlier item(s) recalled", source_ids.len());
     if !source_ids.is_empty() {
@@ -659,48 +701,4 @@ impl App {
             self.notice(level, line);
         }
     }
-}
-
-/// The team as a group chat: who said what to whom, task hand-offs and ends, rounds and
-/// gates, one line each (raw tool payloads stay in the journal).
-fn team_line(event: &Event) -> Option<String> {
-    Some(match event {
-        Event::TeamEntered(e) => format!(
-            "team {} ({}): {}",
-            e.display_name,
-            e.team,
-            e.members.join(", ")
-        ),
-        Event::TeamExited(_) => "left the team".to_string(),
-        Event::TeamCompleted(e) => format!(
-            "team finished after {} round(s): {}",
-            e.rounds,
-            first_line(&e.summary)
-        ),
-        Event::TeamContractWritten(e) => format!(
-            "contract: {} ({} criteria)",
-            first_line(&e.goal),
-            e.acceptance_criteria.len()
-        ),
-        Event::TeamRoundStarted(e) if e.recovery => format!("round {} (recovery)", e.round),
-        Event::TeamRoundStarted(e) => format!("round {}", e.round),
-        Event::TeamRoundEnded(e) if e.passed => format!("round {} passed", e.round),
-        Event::TeamRoundEnded(e) => {
-            format!("round {} failed: {}", e.round, e.failures.join("; "))
-        }
-        Event::TeamTaskDispatched(e) => format!("→ {}: {}", e.agent, first_line(&e.task)),
-        Event::TeamTaskEnded(e) => format!(
-            "{} {}: {}",
-            e.agent,
-            e.status.as_str(),
-            first_line(&e.summary)
-        ),
-        Event::TeamMessageSent(e) => format!("{} → {}: {}", e.from, e.to, first_line(&e.text)),
-        Event::TeamGateChecked(e) => format!(
-            "gate {}: {}",
-            e.name,
-            if e.passed { "passed" } else { "failed" }
-        ),
-        _ => return None,
-    })
 }

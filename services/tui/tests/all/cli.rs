@@ -273,6 +273,7 @@ async fn prompt_with_a_team_reports_members_gates_and_rounds() {
                 {"agent": "qa", "status": "completed", "summary": "checked"},
             ],
             "gates": [{"name": "qa", "passed": true, "output": "all good"}],
+            "follow_ups": [],
             "rounds": 2,
         })
     );

@@ -2,8 +2,10 @@
 // team as a group chat — the leader's hand-offs (`lead → member: task`), messages between
 // members (when the team's `transcript.show_member_dialogue` allows), each task's end with
 // the member's summary, rounds, the contract and gate results (output collapsed) — and each
-// member's status. Like the TUI, it reads only the team events (main stream and the board
-// `team/<team_run_id>`): members' tool payloads and reasoning stay in the journal.
+// member's status, follow-ups and how they were settled, and — when the team's
+// `transcript.show_thinking` is on — each member's thinking (`team.member_thinking` on its
+// stream), dimmed and collapsed. Like the TUI, it reads only the team events: members' tool
+// payloads stay in the journal.
 
 import { h, append, clear } from './dom.js';
 
@@ -42,7 +44,10 @@ export class TeamChat {
         case 'team.exited': return this.exited(e);
         case 'team.completed': {
           const t = this.teams.get(e.team_run_id);
-          this.line('completed', t && t.entry_agent, [`finished the team's work after ${e.rounds} round(s): `, this.text(e.summary)]);
+          const left = e.follow_ups || [];
+          this.line('completed', t && t.entry_agent, [`finished the team's work after ${e.rounds} round(s): `, this.text(e.summary),
+            left.length ? h('ul', { class: 'criteria', 'aria-label': 'Follow-ups not done' }, left.map((f) => h('li', {},
+              h('code', {}, f.follow_up_id), ' ', this.badge(f.status), ' ', this.text(f.item), f.reason ? ` (${f.reason})` : ''))) : null]);
           return undefined;
         }
         case 'run.started': return this.leader('running');
@@ -52,9 +57,13 @@ export class TeamChat {
         default: return undefined;
       }
     }
-    if (!onBoard) return undefined; // a member's own stream: tools and text stay out
     const t = this.teams.get(e.team_run_id);
     if (!t) return undefined;
+    // A member's own stream: only its thinking, when the team shows it; tools and text stay out.
+    if (!onBoard) {
+      if (e.kind === 'team.member_thinking' && t.thinking) this.thinking(e);
+      return undefined;
+    }
     switch (e.kind) {
       case 'team.contract_written':
         this.line('contract', t.entry_agent, ['wrote the contract: ', this.text(e.goal),
@@ -86,16 +95,34 @@ export class TeamChat {
           e.output ? h('details', { class: 'gate-output' }, h('summary', {}, 'Output'), h('pre', { class: 'output', tabindex: '0' }, e.output)) : null],
         { 'data-gate': e.name });
         break;
+      case 'team.follow_up_opened':
+        this.line('follow-up', e.by, ['follow-up ', h('code', {}, e.follow_up_id), ' ', this.badge('open'), ': ', this.text(e.item)],
+          { 'data-follow-up': e.follow_up_id });
+        break;
+      case 'team.follow_up_resolved':
+        this.line('follow-up', e.by, [h('code', {}, e.follow_up_id), ' ', this.badge(e.disposition), e.reason ? ': ' : '', e.reason ? this.text(e.reason) : ''],
+          { 'data-follow-up': e.follow_up_id });
+        break;
       default:
         break;
     }
     return undefined;
   }
 
+  /** A member's thinking in one turn: dimmed, collapsed to its first line. */
+  thinking(e) {
+    const text = String(e.text || '');
+    const first = (text.split('\n').find((l) => l.trim()) || '').trim();
+    this.line('thinking', e.agent, [h('details', { class: 'thinking-text' },
+      h('summary', {}, 'thinking: ', first.length > 120 ? first.slice(0, 120) + '…' : first),
+      h('pre', { tabindex: '0' }, text))], { 'data-step': String(e.step) });
+  }
+
   entered(e) {
     const t = {
       team: e.team, display_name: e.display_name || e.team, entry_agent: e.entry_agent,
       dialogue: e.show_member_dialogue !== false,
+      thinking: e.show_thinking === true,
     };
     this.teams.set(e.team_run_id, t);
     this.current = e.team_run_id;

@@ -3,8 +3,10 @@
 //! leader's two hand-offs, the message `builder → qa`, both members' results with their
 //! summaries, the `qa` gate (passed, its output collapsed) and the members' statuses — each
 //! exactly once, also after a reload — and no raw tool payload. It passes axe at 1280×800
-//! and at phone width, and takes `team.png`. Then the session leaves that team for one whose
-//! `transcript.show_member_dialogue` is off: its member's message is not shown.
+//! and at phone width, and takes `team.png`. The team's `transcript.show_thinking` is on, so
+//! the builder's thinking is there too, dimmed and collapsed. Then the session leaves that
+//! team for one whose `transcript.show_member_dialogue` and `show_thinking` are off: its
+//! member's message and thinking are not shown (the thinking is not even journaled).
 
 use lumina_protocol::methods::{TeamEnterParams, TeamExitParams};
 use lumina_protocol::Event;
@@ -71,6 +73,20 @@ async fn assert_chat(page: &Page<'_>) {
             && results[1].contains("parser reviewed: all good"),
         "{results:?}"
     );
+    // show_thinking: the builder's thinking, once, collapsed to its first line.
+    let thinking = lines(page, "thinking").await;
+    assert_eq!(thinking.len(), 1, "{thinking:?}");
+    assert!(
+        thinking[0].starts_with("builder") && thinking[0].contains("thinking: Parsing plan:"),
+        "{thinking:?}"
+    );
+    let collapsed = page
+        .eval("(() => { const d = document.querySelector('#team-chat li[data-kind=\"thinking\"] details'); return [d.open, d.querySelector('pre').textContent]; })()")
+        .await;
+    assert_eq!(
+        collapsed,
+        json!([false, "Parsing plan:\nrecursive descent"])
+    );
     let gates = lines(page, "gate").await;
     assert_eq!(gates.len(), 1, "{gates:?}");
     assert!(
@@ -113,6 +129,7 @@ async fn the_team_chat_shows_hand_offs_messages_results_gates_and_members_once()
                 "team_message",
                 json!({"to": "qa", "text": "parser ready for review"}),
             )
+            .with_thinking("Parsing plan:\nrecursive descent")
             .matching(BUILDER),
             Turn::text("parser written").matching(BUILDER),
             Turn::tool_call(
@@ -138,6 +155,7 @@ async fn the_team_chat_shows_hand_offs_messages_results_gates_and_members_once()
                 "team_message",
                 json!({"to": "lead", "text": "a quiet note"}),
             )
+            .with_thinking("a private musing")
             .matching(BUILDER),
             Turn::text("lexer tidied").matching(BUILDER),
             Turn::tool_call("team_complete", json!({"summary": "tidy"})).matching(LEADER),
@@ -148,7 +166,8 @@ async fn the_team_chat_shows_hand_offs_messages_results_gates_and_members_once()
     write(
         &root,
         "team.yaml",
-        "name: crew\ndisplay_name: Parser crew\nentry_agent: lead\nagents: [lead, builder, qa]\n",
+        "name: crew\ndisplay_name: Parser crew\nentry_agent: lead\nagents: [lead, builder, qa]\n\
+         transcript:\n  show_thinking: true\n",
     );
     for (member, extra) in [
         ("lead", ""),
@@ -254,6 +273,8 @@ async fn the_team_chat_shows_hand_offs_messages_results_gates_and_members_once()
     assert!(lines(&page, "result").await[2].contains("lexer tidied"));
     assert_eq!(lines(&page, "message").await.len(), 1);
     assert!(!page.text("#team").await.contains("a quiet note"));
+    assert_eq!(lines(&page, "thinking").await.len(), 1);
+    assert!(!page.text("#team").await.contains("a private musing"));
     assert!(
         page.eval("document.querySelector('#team-dialogue-note').hidden")
             .await
@@ -271,6 +292,9 @@ async fn the_team_chat_shows_hand_offs_messages_results_gates_and_members_once()
     assert!(sent
         .iter()
         .any(|f| matches!(&f.event, Event::TeamMessageSent(m) if m.text == "a quiet note")));
+    assert!(!sent
+        .iter()
+        .any(|f| matches!(&f.event, Event::TeamMemberThinking(t) if t.text == "a private musing")));
 
     browser.close().await;
     harness.stop().await;

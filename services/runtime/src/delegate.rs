@@ -1,0 +1,288 @@
+//! `a2a_delegate{agent, message?, task_id?, context_id?}`: hands a task to a remote A2A
+//! agent (docs/a2a.md#delegation) and returns its artifacts as the tool result. Run by the
+//! runtime (like `agent`) because it journals each step of the remote task as
+//! `delegate.updated` on the run's stream.
+//!
+//! `agent` names a peer of the `a2a_peers` setting, or a URL under one of the
+//! `a2a_allowed_urls` prefixes. Calls to configured peers carry their bearer token and this
+//! deployment's peer signature (`peer`); calls to bare URLs carry neither. The call follows
+//! the remote task for at most `a2a_delegate_timeout_ms` ([`lumina_a2a::delegate`]); a
+//! task still working then is checked on by a later call with its `task_id` (no background
+//! poller). An agent that cannot be reached makes the result `input-required` with the
+//! reason — the task is never run locally instead.
+//!
+//! Delegation sends project data to another agent, so for permissions it is a write: asked
+//! unless a rule allows it.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use lumina_a2a::delegate::{self, Request, Step, Steps};
+use lumina_a2a::{A2aClient, Target};
+use lumina_config::Settings;
+use lumina_protocol::{DelegateStep, Event};
+use lumina_tools::{ToolDescriptor, ToolOutput};
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::run::RunContext;
+
+pub const DELEGATE_TOOL: &str = "a2a_delegate";
+
+/// Characters of a status line or reason kept in a `delegate.updated` event.
+const DETAIL_CHARS: usize = 500;
+
+/// Whether the settings give the tool anyone to call.
+pub(crate) fn offered(settings: &Settings) -> bool {
+    !settings.a2a_peers.is_empty() || !settings.a2a_allowed_urls.is_empty()
+}
+
+/// The tool as the model sees it: the configured peers are named in its description.
+pub(crate) fn descriptor(settings: &Settings) -> ToolDescriptor {
+    let peers: Vec<&str> = settings.a2a_peers.keys().map(String::as_str).collect();
+    let mut description = String::from(
+        "Delegate a self-contained task to a remote A2A agent and get its result (artifacts) \
+         back. The remote agent does not see this conversation: `message` must say \
+         everything it needs. If it asks for input, answer with the same `task_id`; if it \
+         is still working when this call returns, call again later with `task_id` and no \
+         message to check on it.",
+    );
+    if !peers.is_empty() {
+        description.push_str(&format!(" Configured agents: {}.", peers.join(", ")));
+    }
+    if !settings.a2a_allowed_urls.is_empty() {
+        description.push_str(&format!(
+            " Agents may also be named by a URL under: {}.",
+            settings.a2a_allowed_urls.join(", ")
+        ));
+    }
+    ToolDescriptor {
+        name: DELEGATE_TOOL.into(),
+        description,
+        input_schema: json!({
+            "type": "object",
+            "properties": {
+                "agent": {"type": "string", "description": "A configured agent's name, or an allowed agent URL."},
+                "message": {"type": "string", "description": "The task (or the answer the agent asked for)."},
+                "task_id": {"type": "string", "description": "The remote task to continue or check on."},
+                "context_id": {"type": "string", "description": "The remote context to continue in (optional)."}
+            },
+            "required": ["agent"],
+            "additionalProperties": false
+        }),
+        read_only: false,
+        edits_files: false,
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    agent: String,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    task_id: Option<String>,
+    #[serde(default)]
+    context_id: Option<String>,
+}
+
+/// Why a call names no one it may call.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error("`{0}` is neither a configured A2A agent (a2a_peers: {1}) nor a URL allowed by a2a_allowed_urls")]
+    Unknown(String, String),
+    #[error("{0}")]
+    PeerSettings(String),
+}
+
+/// The remote agent `agent` names under `settings`, with its credentials.
+pub fn resolve_target(settings: &Settings, agent: &str) -> Result<Target, TargetError> {
+    if let Some(peer) = settings.a2a_peers.get(agent) {
+        let signer = match peer.sign {
+            true => lumina_peer::Signer::from_settings(&settings.peer)
+                .map_err(|e| TargetError::PeerSettings(e.to_string()))?
+                .map(Arc::new),
+            false => None,
+        };
+        return Ok(Target {
+            name: agent.to_owned(),
+            url: peer.url.clone(),
+            bearer: peer.token.clone(),
+            signer,
+        });
+    }
+    let is_url = agent.starts_with("https://") || agent.starts_with("http://");
+    if is_url
+        && settings
+            .a2a_allowed_urls
+            .iter()
+            .any(|prefix| !prefix.is_empty() && agent.starts_with(prefix.as_str()))
+    {
+        // A bare URL gets no credentials: a signature is not bound to its audience.
+        return Ok(Target {
+            name: agent.to_owned(),
+            url: agent.to_owned(),
+            bearer: None,
+            signer: None,
+        });
+    }
+    let known: Vec<&str> = settings.a2a_peers.keys().map(String::as_str).collect();
+    Err(TargetError::Unknown(
+        agent.to_owned(),
+        if known.is_empty() {
+            "none".into()
+        } else {
+            known.join(", ")
+        },
+    ))
+}
+
+/// The permission dialog's preview: where the data goes.
+pub(crate) fn preview(settings: &Settings, args: &Value) -> Option<String> {
+    let agent = args.get("agent").and_then(Value::as_str)?;
+    let url = match resolve_target(settings, agent) {
+        Ok(target) => target.url,
+        Err(_) => "not allowed".into(),
+    };
+    let message = args.get("message").and_then(Value::as_str).unwrap_or("");
+    Some(format!("send to A2A agent {agent} ({url}):\n{message}"))
+}
+
+fn capped(text: &str) -> String {
+    let mut out: String = text.chars().take(DETAIL_CHARS).collect();
+    if out.len() < text.len() {
+        out.push('…');
+    }
+    out
+}
+
+/// Journals each step on the run's stream.
+pub(crate) struct JournalSteps<'a> {
+    pub ctx: &'a RunContext,
+    pub call_id: &'a str,
+    pub agent: &'a str,
+}
+
+#[async_trait]
+impl Steps for JournalSteps<'_> {
+    async fn step(&self, step: Step) {
+        let (kind, task_id, state, detail) = match step {
+            Step::Card {
+                name,
+                cached,
+                streaming,
+            } => (
+                DelegateStep::Card,
+                None,
+                None,
+                format!(
+                    "{name}{}{}",
+                    if cached { " (cached card)" } else { "" },
+                    if streaming { ", streaming" } else { "" }
+                ),
+            ),
+            Step::Sent { task_id, state } => {
+                (DelegateStep::Sent, task_id, Some(state), String::new())
+            }
+            Step::Status {
+                task_id,
+                state,
+                text,
+            } => (DelegateStep::Status, task_id, Some(state), text),
+            Step::Artifact { task_id, name } => (DelegateStep::Artifact, task_id, None, name),
+            Step::Ended {
+                task_id,
+                state,
+                text,
+            } => (DelegateStep::Ended, task_id, Some(state), text),
+            Step::Unreachable { reason } => (
+                DelegateStep::Unreachable,
+                None,
+                Some(lumina_a2a::types::TaskState::InputRequired),
+                reason,
+            ),
+        };
+        let event = Event::DelegateUpdated {
+            run_id: self.ctx.run_id.clone(),
+            call_id: self.call_id.to_owned(),
+            agent: self.agent.to_owned(),
+            step: kind,
+            task_id,
+            state: state.map(|s| s.wire_name().to_owned()),
+            detail: capped(&detail),
+        };
+        if let Err(err) = self.ctx.append(vec![event]).await {
+            tracing::warn!(error = %err, "delegate.updated not journaled");
+        }
+    }
+}
+
+/// Delegates `request` to `target` on behalf of a run; the outcome as a tool result.
+pub(crate) async fn run(
+    ctx: &RunContext,
+    client: &A2aClient,
+    target: &Target,
+    request: Request,
+    call_id: &str,
+) -> ToolOutput {
+    let limit = Duration::from_millis(ctx.settings.settings.a2a_delegate_timeout_ms.max(1));
+    let steps = JournalSteps {
+        ctx,
+        call_id,
+        agent: &target.name,
+    };
+    let started = Instant::now();
+    let outcome = tokio::select! {
+        outcome = delegate::follow(client, target, request, limit, &steps) => outcome,
+        _ = ctx.cancel.cancelled() => return ToolOutput::error("interrupted"),
+    };
+    let mut report = outcome.report(&target.name, started.elapsed());
+    let cap = ctx.settings.output_cap_bytes.max(1024);
+    if report.len() > cap {
+        let mut end = cap;
+        while !report.is_char_boundary(end) {
+            end -= 1;
+        }
+        report.truncate(end);
+        report.push_str("\n[… cut: the rest of the remote agent's artifacts is not shown]");
+    }
+    let metadata = json!({
+        "agent": target.name,
+        "url": target.url,
+        "task_id": outcome.task_id,
+        "context_id": outcome.context_id,
+        "state": outcome.state.wire_name(),
+        "unreachable": outcome.unreachable,
+    });
+    let output = if outcome.is_error() {
+        ToolOutput::error(report)
+    } else {
+        ToolOutput::ok(report)
+    };
+    output.with_metadata(metadata)
+}
+
+/// Runs an `a2a_delegate` call. Errors are tool results.
+pub(crate) async fn call(ctx: &RunContext, call_id: &str, args: &Value) -> ToolOutput {
+    let args: Args = match serde_json::from_value(args.clone()) {
+        Ok(args) => args,
+        Err(e) => return ToolOutput::error(format!("invalid arguments: {e}")),
+    };
+    let message = args.message.filter(|m| !m.trim().is_empty());
+    let task_id = args.task_id.filter(|t| !t.trim().is_empty());
+    if message.is_none() && task_id.is_none() {
+        return ToolOutput::error("give a `message`, or a `task_id` to check on");
+    }
+    let target = match resolve_target(&ctx.settings.settings, args.agent.trim()) {
+        Ok(target) => target,
+        Err(e) => return ToolOutput::error(e.to_string()),
+    };
+    let request = Request {
+        text: message,
+        task_id,
+        context_id: args.context_id.filter(|c| !c.trim().is_empty()),
+    };
+    run(ctx, ctx.session.a2a_client(), &target, request, call_id).await
+}
