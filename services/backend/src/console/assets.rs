@@ -44,6 +44,8 @@ pub const ASSETS: &[Asset] = &[
     asset!("timeline.js", "text/javascript; charset=utf-8"),
     asset!("panels.js", "text/javascript; charset=utf-8"),
     asset!("team.js", "text/javascript; charset=utf-8"),
+    asset!("teampicker.js", "text/javascript; charset=utf-8"),
+    asset!("delegates.js", "text/javascript; charset=utf-8"),
     asset!("skills.js", "text/javascript; charset=utf-8"),
 ];
 

@@ -8,6 +8,7 @@ mod a11y;
 mod agent_browser;
 pub(crate) mod cdp;
 mod console;
+mod delegate;
 mod flows;
 mod restart;
 mod skills_budgets;

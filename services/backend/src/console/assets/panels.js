@@ -1,12 +1,15 @@
 // The session's side panels: goal (started with optional budgets; its state, usage against
 // the budgets, pause/resume/cancel), queued follow-ups
 // (each can be turned into steering), the agent tree, recalled memory, changed files (only
-// when a tool changed one), MCP servers and the team chat (team.js, only in a team).
-// Extension point: a panel is a section fed the session's events — A2A peers and the
-// sandbox badge plug in the same way.
+// when a tool changed one), MCP servers, entering and leaving a team (teampicker.js), the
+// team chat (team.js, only in a team) and delegated A2A tasks (delegates.js, only once the
+// session delegated one). Extension point: a panel is a section fed the session's events —
+// the sandbox badge plugs in the same way.
 
 import { h, append, clear, diffView, uuid } from './dom.js';
 import { TeamChat } from './team.js';
+import { TeamPicker } from './teampicker.js';
+import { Delegates } from './delegates.js';
 
 // The budgets `goal.start` takes; time is asked in minutes and sent in milliseconds.
 const BUDGETS = [
@@ -46,7 +49,9 @@ export class Panels {
     this.changesPanel = section('changes', 'Changed files');
     this.mcpPanel = section('mcp', 'MCP servers');
     this.team = new TeamChat();
-    for (const p of [this.team, this.changesPanel, this.goalPanel, this.queuePanel, this.agentPanel, this.memoryPanel, this.mcpPanel]) {
+    this.teamPicker = new TeamPicker(conn, sessionId);
+    this.delegates = new Delegates(conn, sessionId, report);
+    for (const p of [this.teamPicker, this.team, this.delegates, this.changesPanel, this.goalPanel, this.queuePanel, this.agentPanel, this.memoryPanel, this.mcpPanel]) {
       this.el.append(p.el);
     }
     this.dirty = false;
@@ -57,6 +62,8 @@ export class Panels {
   apply(frame) {
     const e = frame.event;
     this.team.apply(frame);
+    this.teamPicker.apply(frame);
+    this.delegates.apply(frame);
     switch (e.kind) {
       case 'goal.started':
         this.goal = { goal_id: e.goal_id, objective: e.objective, acceptance_criteria: e.acceptance_criteria, budgets: e.budgets, state: 'running', usage: { turns: 0, tool_calls: 0, tokens: 0, wall_ms: 0 } };

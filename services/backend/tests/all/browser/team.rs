@@ -299,3 +299,151 @@ async fn the_team_chat_shows_hand_offs_messages_results_gates_and_members_once()
     browser.close().await;
     harness.stop().await;
 }
+
+/// Presses `key` (`" "`, `"Enter"`) on the focused element, as the keyboard does.
+async fn press(page: &Page<'_>, key: &str) {
+    let (code, text, vk) = match key {
+        " " => ("Space", " ", 32),
+        "Enter" => ("Enter", "\r", 13),
+        other => panic!("no key {other}"),
+    };
+    for kind in ["keyDown", "keyUp"] {
+        let mut params =
+            json!({"type": kind, "key": key, "code": code, "windowsVirtualKeyCode": vk});
+        if kind == "keyDown" {
+            params["text"] = json!(text);
+        }
+        page.send("Input.dispatchKeyEvent", params).await;
+    }
+}
+
+/// The team events of the session's main stream, as (kind, team or team_run_id).
+async fn team_events(client: &lumina_client::Client, session: &str) -> Vec<String> {
+    client
+        .session_events(session, 0, Some(1000))
+        .await
+        .unwrap()
+        .events
+        .iter()
+        .filter_map(|f| match &f.event {
+            Event::TeamEntered(e) => Some(format!("entered {}", e.team)),
+            Event::TeamExited(_) => Some("exited".to_owned()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_session_enters_and_leaves_a_team_from_the_console() {
+    let harness = Harness::start("anthropic", vec![]).await;
+    // A broken project team: listed with its error, not selectable.
+    write(
+        &harness.project.join(".Lumina/TEAM/broken"),
+        "team.yaml",
+        "name: broken\nentry_agent: lead\nagents: [lead]\nloop:\n  max_parallel_agents: 0\n",
+    );
+    let (client, _notes) = harness.client().await;
+    let session = harness.session(&client).await;
+
+    let browser = Browser::launch().await;
+    let page = signed_in(&browser, &harness, &format!("#/session/{}", session.id)).await;
+    page.wait_for("document.querySelector('#team-option-product-development')")
+        .await;
+    assert!(page.eval("document.querySelector('#team').hidden").await == json!(true));
+    let listed = page
+        .eval("[...document.querySelectorAll('#team-picker li.team-option')].map(li => [li.dataset.team, li.querySelector('input').disabled])")
+        .await;
+    assert_eq!(
+        listed,
+        json!([
+            ["broken", true],
+            ["deep-research", false],
+            ["product-development", false]
+        ])
+    );
+    let broken = page.text("#team-picker li[data-team=\"broken\"]").await;
+    assert!(broken.contains("Broken:"), "{broken}");
+    assert!(broken.contains("max_parallel_agents"), "{broken}");
+    // The broken team's radio is described by its error.
+    assert_eq!(
+        page.eval("document.querySelector('#team-option-broken').getAttribute('aria-describedby')")
+            .await,
+        json!("team-option-broken-error")
+    );
+    page.eval("document.querySelectorAll('#team-picker details').forEach(d => d.open = true)")
+        .await;
+    super::a11y::assert_accessible(&page, "team picker").await;
+    page.viewport(390, 844, true).await;
+    super::a11y::assert_accessible(&page, "team picker at phone width").await;
+    page.viewport(1280, 800, false).await;
+    page.screenshot(&shots().join("team-picker.png")).await;
+
+    // With the keyboard: Space chooses the team, Enter on the button enters it.
+    page.eval("document.querySelector('#team-option-product-development').focus()")
+        .await;
+    press(&page, " ").await;
+    assert_eq!(
+        page.eval("document.querySelector('#team-option-product-development').checked")
+            .await,
+        json!(true)
+    );
+    page.eval("document.querySelector('#team-enter').focus()")
+        .await;
+    press(&page, "Enter").await;
+    page.wait_for(
+        "!document.querySelector('#team').hidden && document.querySelector('#team-leave')",
+    )
+    .await;
+    assert!(page
+        .text("#team-current")
+        .await
+        .contains("product-development"));
+    assert!(page
+        .text("#team-name")
+        .await
+        .contains("product-development"));
+    page.wait_for("document.querySelectorAll('#team-members > li').length === 8")
+        .await;
+    assert_eq!(
+        team_events(&client, &session.id).await,
+        vec!["entered product-development"]
+    );
+    super::a11y::assert_team_chat_accessible(&page).await;
+    page.screenshot(&shots().join("team-entered.png")).await;
+
+    // Leave: focus moved to *Leave team* on entering, so Enter leaves. The chat says so, the
+    // list comes back, and focus is on *Enter team*.
+    page.wait_for("document.activeElement && document.activeElement.id === 'team-leave'")
+        .await;
+    press(&page, "Enter").await;
+    page.wait_for("document.querySelector('#team-option-product-development') && document.querySelector('#team-name .badge.left')")
+        .await;
+    page.wait_for("document.activeElement && document.activeElement.id === 'team-enter'")
+        .await;
+    let chat = lines(&page, "team").await;
+    assert_eq!(
+        chat.last().map(String::as_str),
+        Some("Left the team."),
+        "{chat:?}"
+    );
+    assert_eq!(
+        team_events(&client, &session.id).await,
+        vec!["entered product-development", "exited"]
+    );
+    super::a11y::assert_accessible(&page, "team picker after leaving").await;
+
+    // A reload agrees: not in a team, the picker offers the teams.
+    page.eval("window.beforeReload = true").await;
+    page.reload().await;
+    page.wait_for(
+        "!window.beforeReload && document.querySelector('#team-option-product-development')",
+    )
+    .await;
+    assert!(page
+        .eval("document.querySelector('#team-leave')")
+        .await
+        .is_null());
+
+    browser.close().await;
+    harness.stop().await;
+}
