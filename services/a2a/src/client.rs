@@ -423,6 +423,27 @@ impl A2aClient {
             .map_err(|e| ClientError::BadResponse(format!("GetTask result: {e}")))
     }
 
+    /// `CancelTask`: the task as the remote has it after the request (canceled, or already
+    /// terminal: the remote answers with its error then).
+    pub async fn cancel_task(
+        &self,
+        target: &Target,
+        endpoint: &Endpoint,
+        task_id: &str,
+    ) -> Result<Task, ClientError> {
+        let result = self
+            .unary(
+                target,
+                endpoint,
+                "CancelTask",
+                json!({"id": task_id}),
+                self.options.request_timeout,
+            )
+            .await?;
+        serde_json::from_value(result)
+            .map_err(|e| ClientError::BadResponse(format!("CancelTask result: {e}")))
+    }
+
     /// `SendStreamingMessage`: the events as they come. `timeout` bounds the wait for the
     /// stream to open.
     pub async fn send_stream(

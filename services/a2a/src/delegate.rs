@@ -348,6 +348,19 @@ impl Tracker {
     }
 }
 
+/// Cancels the remote task `task_id` (a delegation given up: its run was interrupted), so
+/// no work goes on for nobody. The remote task's state afterwards.
+pub async fn cancel(
+    client: &A2aClient,
+    target: &Target,
+    task_id: &str,
+) -> Result<TaskState, ClientError> {
+    let (card, _) = client.card(target).await?;
+    let endpoint = card.endpoint()?;
+    let task = client.cancel_task(target, &endpoint, task_id).await?;
+    Ok(task.status.state)
+}
+
 /// Delegates `request` to `target` and follows the remote task for at most `limit`.
 pub async fn follow(
     client: &A2aClient,

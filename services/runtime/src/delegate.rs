@@ -160,11 +160,32 @@ fn capped(text: &str) -> String {
     out
 }
 
-/// Journals each step on the run's stream.
+/// Journals each step on the run's stream, and remembers the remote task's id (to cancel
+/// it when the run is interrupted).
 pub(crate) struct JournalSteps<'a> {
-    pub ctx: &'a RunContext,
-    pub call_id: &'a str,
-    pub agent: &'a str,
+    ctx: &'a RunContext,
+    call_id: &'a str,
+    agent: &'a str,
+    task_id: std::sync::Mutex<Option<String>>,
+}
+
+impl<'a> JournalSteps<'a> {
+    pub(crate) fn new(ctx: &'a RunContext, call_id: &'a str, agent: &'a str) -> Self {
+        JournalSteps {
+            ctx,
+            call_id,
+            agent,
+            task_id: std::sync::Mutex::new(None),
+        }
+    }
+
+    /// The remote task's id once the remote named it.
+    fn task_id(&self) -> Option<String> {
+        self.task_id
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
 }
 
 #[async_trait]
@@ -206,6 +227,12 @@ impl Steps for JournalSteps<'_> {
                 reason,
             ),
         };
+        if let Some(id) = &task_id {
+            *self
+                .task_id
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(id.clone());
+        }
         let event = Event::DelegateUpdated {
             run_id: self.ctx.run_id.clone(),
             call_id: self.call_id.to_owned(),
@@ -230,15 +257,11 @@ pub(crate) async fn run(
     call_id: &str,
 ) -> ToolOutput {
     let limit = Duration::from_millis(ctx.settings.settings.a2a_delegate_timeout_ms.max(1));
-    let steps = JournalSteps {
-        ctx,
-        call_id,
-        agent: &target.name,
-    };
+    let steps = JournalSteps::new(ctx, call_id, &target.name);
     let started = Instant::now();
     let outcome = tokio::select! {
         outcome = delegate::follow(client, target, request, limit, &steps) => outcome,
-        _ = ctx.cancel.cancelled() => return ToolOutput::error("interrupted"),
+        _ = ctx.cancel.cancelled() => return interrupted(client, target, &steps).await,
     };
     let mut report = outcome.report(&target.name, started.elapsed());
     let cap = ctx.settings.output_cap_bytes.max(1024);
@@ -264,6 +287,44 @@ pub(crate) async fn run(
         ToolOutput::ok(report)
     };
     output.with_metadata(metadata)
+}
+
+/// How long an interrupted delegation waits for the remote to cancel its task.
+const CANCEL_WAIT: Duration = Duration::from_secs(5);
+
+/// The run was interrupted while it followed the remote task: cancel that task (nobody will
+/// collect its result), journal how the remote answered, and say so in the tool result.
+async fn interrupted(client: &A2aClient, target: &Target, steps: &JournalSteps<'_>) -> ToolOutput {
+    let Some(task_id) = steps.task_id() else {
+        return ToolOutput::error("interrupted (no remote task was created yet)");
+    };
+    let cancel = tokio::time::timeout(CANCEL_WAIT, delegate::cancel(client, target, &task_id));
+    let (state, text) = match cancel.await {
+        Ok(Ok(state)) => (state, "canceled: the run was interrupted".to_owned()),
+        Ok(Err(e)) => (
+            lumina_a2a::types::TaskState::Unspecified,
+            format!("could not cancel the remote task: {e}"),
+        ),
+        Err(_) => (
+            lumina_a2a::types::TaskState::Unspecified,
+            format!(
+                "could not cancel the remote task: no answer in {} s",
+                CANCEL_WAIT.as_secs()
+            ),
+        ),
+    };
+    steps
+        .step(Step::Ended {
+            task_id: Some(task_id.clone()),
+            state,
+            text: text.clone(),
+        })
+        .await;
+    ToolOutput::error(format!(
+        "interrupted; remote task {task_id} of `{}`: {text} (state {})",
+        target.name,
+        state.wire_name()
+    ))
 }
 
 /// Runs an `a2a_delegate` call. Errors are tool results.

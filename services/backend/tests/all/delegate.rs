@@ -340,3 +340,89 @@ async fn signed_calls_are_accepted_and_unsigned_replayed_or_wrong_ones_refused()
         (200, Some(-32001))
     );
 }
+
+#[tokio::test]
+async fn interrupting_the_run_cancels_the_remote_task() {
+    let keys = lumina_peer::generate_ed25519().unwrap();
+    let remote = remote(
+        vec![
+            Turn::text("a slow answer, word by word, that takes a while to arrive")
+                .with_chunk_delay_ms(400),
+        ],
+        &keys.public_key,
+    )
+    .await;
+    let local = caller(
+        vec![Turn::tool_call(
+            "a2a_delegate",
+            json!({"agent": "remote", "message": "take your time"}),
+        )],
+        &http_base(&remote.url),
+        keys.private_seed.expose(),
+    )
+    .await;
+    let (client, mut notes): (_, Notifications) = local.client().await;
+    let session = local.session(&client).await;
+    let submitted = client
+        .session_submit(&submit(&session.id, "ask slowly", json!({})))
+        .await
+        .unwrap();
+    // Once the remote task exists (the call is following it), interrupt the run.
+    loop {
+        let frame = next_event(&mut notes, "delegate.updated").await;
+        if matches!(
+            frame.event,
+            Event::DelegateUpdated {
+                step: DelegateStep::Sent,
+                ..
+            }
+        ) {
+            break;
+        }
+    }
+    client
+        .session_interrupt(&session.id, Some(&submitted.run_id))
+        .await
+        .unwrap();
+    let frames = events(&until_run_end(&mut notes, &submitted.run_id).await);
+    assert!(
+        kinds(&frames).contains(&"run.interrupted"),
+        "{:?}",
+        kinds(&frames)
+    );
+
+    // The call's last step is the remote's answer to CancelTask.
+    let last = frames
+        .iter()
+        .rev()
+        .find_map(|f| match &f.event {
+            Event::DelegateUpdated {
+                step,
+                state,
+                detail,
+                ..
+            } => Some((*step, state.clone(), detail.clone())),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        (last.0, last.1.as_deref()),
+        (DelegateStep::Ended, Some("TASK_STATE_CANCELED")),
+        "{last:?}"
+    );
+    // And the remote stopped working: its run was interrupted, not completed.
+    let (remote_client, _notes) = remote.client().await;
+    let mut ended = None;
+    for _ in 0..100 {
+        let sessions = remote_client.session_list(false).await.unwrap();
+        ended = sessions
+            .iter()
+            .find_map(|s| s.last_run.as_ref().map(|r| r.status))
+            .filter(|status| *status != lumina_protocol::RunStatus::Running);
+        if ended.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert_eq!(ended, Some(lumina_protocol::RunStatus::Interrupted));
+}

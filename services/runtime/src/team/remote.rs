@@ -85,11 +85,7 @@ pub(super) async fn run(member: &RunContext, job: RemoteTask<'_>) -> Result<Outc
         },
     };
     let limit = Duration::from_millis(member.settings.settings.a2a_delegate_timeout_ms.max(1));
-    let steps = JournalSteps {
-        ctx: member,
-        call_id,
-        agent: &target.name,
-    };
+    let steps = JournalSteps::new(member, call_id, &target.name);
     let client = member.session.a2a_client();
     let started = Instant::now();
     let outcome = tokio::select! {

@@ -109,7 +109,11 @@ export class Delegates {
     this.render(t);
   }
 
-  /** The run stopped while the call was following the task: the remote task was not canceled. */
+  /**
+   * The run stopped while the call was following the task. The runtime cancels the remote
+   * task then and journals how the remote answered (a `canceled` end); without that end (the
+   * cancel failed, or the backend stopped first) the remote task may still run.
+   */
   interrupted(which) {
     for (const t of this.tasks.values()) {
       // A call that returned (its result is there) no longer followed the task.
@@ -119,7 +123,7 @@ export class Delegates {
 
   markInterrupted(t) {
     t.state = 'interrupted';
-    t.detail = 'The run was interrupted; the remote task was not canceled and may still be running.';
+    t.detail = 'The run was interrupted; the remote task was not confirmed canceled and may still be running.';
     this.render(t);
   }
 
@@ -133,7 +137,7 @@ export class Delegates {
     const historyOpen = !!(old && old.open);
     const following = !t.result && !FINAL.has(t.state) && this.activeRuns.has(t.run_id);
     const stop = following
-      ? h('button', { type: 'button', class: 'danger delegate-stop', title: 'Interrupts the run that is waiting for this task' }, 'Stop waiting (interrupt the run)')
+      ? h('button', { type: 'button', class: 'danger delegate-stop', title: 'Interrupts the run that is waiting for this task; the remote task is canceled' }, 'Cancel (interrupts the run)')
       : null;
     if (stop) {
       stop.addEventListener('click', async () => {

@@ -5,8 +5,8 @@
 //! remote task id, its states ending `completed`, the history of its steps (collapsed) and
 //! the remote agent's answer from the tool result — also after a reload, and passes axe at
 //! 1280×800 and at phone width. It takes `delegate.png`. A second delegation to a slowly
-//! answering remote is stopped with the card's *Stop waiting*, which interrupts the run (the
-//! protocol cannot cancel the remote task, and the card says it was not canceled).
+//! answering remote is stopped with the card's *Cancel*, which interrupts the run; the
+//! interrupted call cancels the remote task, and the card shows it `canceled`.
 
 use lumina_protocol::{Event, WS_PATH};
 use lumina_testkit::Turn;
@@ -154,8 +154,8 @@ async fn the_console_shows_a_delegated_task_until_it_completes() {
     );
     check(page.eval(CARD).await);
 
-    // Cancel, as far as the protocol goes: "Stop waiting" interrupts the run that made the
-    // call; the card says the remote task was not canceled.
+    // Cancel: the card's button interrupts the run that made the call, and the interrupted
+    // call cancels the remote task; the card shows the remote's answer.
     page.type_into("#prompt", "ask again").await;
     page.click("#send").await;
     let second = "document.querySelectorAll('#delegates-list > li')[1]";
@@ -167,7 +167,7 @@ async fn the_console_shows_a_delegated_task_until_it_completes() {
     page.click("#delegates-list > li:nth-child(2) .delegate-stop")
         .await;
     page.wait_for(&format!(
-        "{second}.querySelector('.delegate-state').textContent === 'interrupted' && document.querySelector('#session-status').textContent === 'idle'"
+        "{second}.querySelector('.delegate-state').textContent === 'canceled' && document.querySelector('#session-status').textContent === 'idle'"
     ))
     .await;
     let detail = page
@@ -176,7 +176,10 @@ async fn the_console_shows_a_delegated_task_until_it_completes() {
         ))
         .await;
     assert!(
-        detail.as_str().unwrap_or_default().contains("not canceled"),
+        detail
+            .as_str()
+            .unwrap_or_default()
+            .contains("canceled: the run was interrupted"),
         "{detail}"
     );
     assert!(page
