@@ -556,7 +556,12 @@ impl Checker<'_> {
             (None, Some(url)) => match check_url(url) {
                 Ok(()) => Some(RemoteAgent::Url(url.clone())),
                 Err(reason) => {
-                    self.issue(file, "a2a.url".into(), IssueKind::InvalidValue, reason);
+                    self.issue(
+                        file,
+                        "a2a.url".into(),
+                        IssueKind::InvalidValue,
+                        reason.to_string(),
+                    );
                     None
                 }
             },
@@ -852,28 +857,37 @@ fn no_whitespace(value: String, what: &'static str) -> Result<String, LabelProbl
 /// `a2a.url`: an http:// or https:// URL with a host, without whitespace or control
 /// characters, at most [`MAX_URL_BYTES`]. Whether it may be called is the settings' word
 /// (`a2a_allowed_urls`), checked at dispatch.
-fn check_url(url: &str) -> Result<(), String> {
+fn check_url(url: &str) -> Result<(), UrlProblem> {
     let rest = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"));
     let Some(rest) = rest else {
-        return Err(format!("{url:?} is not an http:// or https:// URL"));
+        return Err(UrlProblem::Scheme(url.to_owned()));
     };
     if url.len() > MAX_URL_BYTES {
-        return Err(format!("is longer than {MAX_URL_BYTES} bytes"));
+        return Err(UrlProblem::TooLong);
     }
     if url.chars().any(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!(
-            "{url:?} contains whitespace or a control character"
-        ));
+        return Err(UrlProblem::Whitespace(url.to_owned()));
     }
     let host = rest.split(['/', '?', '#']).next().unwrap_or_default();
     if host.is_empty() || host.contains('@') {
-        return Err(format!(
-            "{url:?} has no host (or carries credentials, which belong in a2a_peers)"
-        ));
+        return Err(UrlProblem::Host(url.to_owned()));
     }
     Ok(())
+}
+
+/// Why an `a2a.url` is refused (the issue's text).
+#[derive(Debug, thiserror::Error)]
+enum UrlProblem {
+    #[error("{0:?} is not an http:// or https:// URL")]
+    Scheme(String),
+    #[error("is longer than {MAX_URL_BYTES} bytes")]
+    TooLong,
+    #[error("{0:?} contains whitespace or a control character")]
+    Whitespace(String),
+    #[error("{0:?} has no host (or carries credentials, which belong in a2a_peers)")]
+    Host(String),
 }
 
 /// Private skills are labelled with the layer their team came from.

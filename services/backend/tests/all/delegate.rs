@@ -417,8 +417,8 @@ async fn interrupting_the_run_cancels_the_remote_task() {
         let sessions = remote_client.session_list(false).await.unwrap();
         ended = sessions
             .iter()
-            .find_map(|s| s.last_run.as_ref().map(|r| r.status))
-            .filter(|status| *status != lumina_protocol::RunStatus::Running);
+            .find_map(|s| s.last_run.as_ref().map(|r| r.status.clone()))
+            .filter(|status| status != &lumina_protocol::RunStatus::Running);
         if ended.is_some() {
             break;
         }

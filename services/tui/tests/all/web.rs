@@ -104,10 +104,14 @@ async fn web_prints_a_one_time_link_and_open_hands_it_to_xdg_open() {
     let printed = String::from_utf8(out.stdout).unwrap().trim().to_string();
     assert_ne!(printed, url, "every --web mints a new ticket");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while !opened.exists() && std::time::Instant::now() < deadline {
+    // The stand-in's redirect creates the file before printf writes to it: wait for the
+    // whole link, not for the file.
+    let mut got = String::new();
+    while got != printed && std::time::Instant::now() < deadline {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        got = std::fs::read_to_string(&opened).unwrap_or_default();
     }
-    assert_eq!(std::fs::read_to_string(&opened).unwrap(), printed);
+    assert_eq!(got, printed);
 
     stop_backend(&tmp.path().join("app"));
 }
