@@ -269,8 +269,11 @@ pub async fn build(options: &LocalOptions) -> anyhow::Result<LocalBackend> {
         ),
         a2a: Some(crate::profile::A2aMount {
             service: a2a,
-            peers,
-            tenant: LOCAL_TENANT.into(),
+            peers: peers.map(|verifier| crate::a2a::PeerMount {
+                verifier,
+                tenants: crate::a2a::PeerTenants::One(LOCAL_TENANT.into()),
+                nonces: None,
+            }),
         }),
     });
     Ok(LocalBackend {
