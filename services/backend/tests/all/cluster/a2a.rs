@@ -362,6 +362,12 @@ async fn a_task_reads_right_after_its_owner_is_killed() {
     let (client, _n) = cluster.client(0, &token).await;
     assert_eq!(client.session_info(&session).await.unwrap().owner, "i1");
 
+    // Mid-task: the owner is waiting for the model.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while cluster.model.request_count() == 0 {
+        assert!(Instant::now() < deadline, "the model was never asked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     let killed = Instant::now();
     cluster.kill9(1);
     // The survivor takes the session over and journals the interruption: the task reads
