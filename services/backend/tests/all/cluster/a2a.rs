@@ -102,8 +102,11 @@ fn last_state(events: &[Value]) -> &Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn any_instance_answers_for_a_task_the_owner_runs() {
     let keys = lumina_peer::generate_ed25519().unwrap();
-    let peer =
-        json!({"nodes": {"caller": {"ed25519_public_key": keys.public_key, "tenant": TENANT}}});
+    let untenanted = lumina_peer::generate_ed25519().unwrap();
+    let peer = json!({"nodes": {
+        "caller": {"ed25519_public_key": keys.public_key, "tenant": TENANT},
+        "stranger": {"ed25519_public_key": untenanted.public_key},
+    }});
     let cluster = Cluster::start_with_env(
         2,
         vec![
@@ -332,6 +335,21 @@ async fn any_instance_answers_for_a_task_the_owner_runs() {
         .to_vec();
     let (status, body) = rpc(&b, Auth::Signed(&fresh), "ListTasks", json!({})).await;
     assert_eq!(status, 200, "{body}");
+    // A node the cluster gives no tenant is refused, even with a good signature.
+    let stranger = lumina_peer::Signer::from_settings(&lumina_config::PeerSettings {
+        node: Some("stranger".into()),
+        ed25519_private_key: Some(lumina_config::Secret::new(untenanted.private_seed.expose())),
+        ..Default::default()
+    })
+    .unwrap()
+    .unwrap();
+    let signed = stranger
+        .sign(lumina_peer::SCOPE_READ)
+        .unwrap()
+        .headers()
+        .to_vec();
+    let (status, _) = rpc(&a, Auth::Signed(&signed), "ListTasks", json!({})).await;
+    assert_eq!(status, 401);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
