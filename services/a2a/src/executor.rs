@@ -70,6 +70,19 @@ pub trait Executor: Send + Sync + 'static {
         events.status(TaskState::Canceled, None).await
     }
 
+    /// The events of a stored, unfinished task that no execution of this process follows
+    /// (its execution runs on another instance of a cluster, or none does), for
+    /// `SubscribeToTask`: read-only (whoever executes records them), ending after a
+    /// terminal status. `None` (the default): the subscription waits for an execution in
+    /// this process.
+    async fn observe(
+        &self,
+        _task: &Task,
+        _principal: &Principal,
+    ) -> Result<Option<crate::service::EventStream>> {
+        Ok(None)
+    }
+
     /// Brings a stored, unfinished task that no execution follows up to date (after a
     /// restart, or when its work went on elsewhere). The default does nothing.
     async fn refresh(

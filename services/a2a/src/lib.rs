@@ -32,5 +32,5 @@ pub use executor::{EventSink, Executor, ExecutorError, RequestContext};
 pub use http::{router, Authenticator, OpenAccess, Principal, Unauthenticated, CARD_PATH};
 pub use outbound::{GuardError, OutboundGuard};
 pub use push::{PushError, PushOptions, PushSender};
-pub use service::A2aService;
+pub use service::{A2aService, EventStream};
 pub use store::{MemoryTaskStore, TaskRecord, TaskStore};

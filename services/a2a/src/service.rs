@@ -225,6 +225,15 @@ impl A2aService {
                 task.status.state.wire_name()
             )));
         }
+        // Executed elsewhere (another instance) or nowhere: the executor may follow the
+        // work itself; nothing of this process would feed the channel.
+        if !self.is_running(&task.id) {
+            if let Some(events) = self.shared.executor.observe(&task, principal).await? {
+                use futures::StreamExt;
+                let first = futures::stream::iter([StreamResponse::Task(task)]);
+                return Ok(Box::pin(first.chain(events)));
+            }
+        }
         let channel = self
             .shared
             .channel(&task.id, true)

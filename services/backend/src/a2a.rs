@@ -6,8 +6,10 @@
 //! router and service with the TCK fixture executor; `card` prints the Agent Card.
 
 pub mod executor;
+pub mod pg_store;
 pub mod store;
 
+use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -23,11 +25,52 @@ use crate::profile::{A2aMount, Profile};
 pub const A2A_PATH: &str = "/a2a";
 
 /// Signed calls of peer deployments (docs/a2a.md#the-signed-peer-channel): the verified
-/// node becomes the subject `peer:<node>` of the profile's tenant, with the Lumina scopes
-/// its signed scope maps to (`a2a:read` → read; `a2a:write` → read and write).
+/// node becomes the subject `peer:<node>` of its tenant, with the Lumina scopes its signed
+/// scope maps to (`a2a:read` → read; `a2a:write` → read and write).
 pub struct PeerAuth {
     verifier: Arc<lumina_peer::Verifier>,
-    tenant: String,
+    tenants: PeerTenants,
+    nonces: Option<lumina_cluster::Nonces>,
+}
+
+/// Which tenant a verified node's calls run in.
+#[derive(Clone, Debug)]
+pub enum PeerTenants {
+    /// The profile's one tenant (local).
+    One(String),
+    /// Each node's `peer.nodes.<node>.tenant` (cluster); a node without one is refused.
+    PerNode(BTreeMap<String, String>),
+}
+
+impl PeerTenants {
+    /// The cluster's: every node's configured tenant.
+    pub fn per_node(settings: &lumina_config::PeerSettings) -> Self {
+        Self::PerNode(
+            settings
+                .nodes
+                .iter()
+                .filter_map(|(node, n)| Some((node.clone(), n.tenant.clone()?)))
+                .filter(|(_, tenant)| !tenant.is_empty())
+                .collect(),
+        )
+    }
+
+    fn of(&self, node: &str) -> Option<&str> {
+        match self {
+            Self::One(tenant) => Some(tenant),
+            Self::PerNode(map) => map.get(node).map(String::as_str),
+        }
+    }
+}
+
+/// What a profile needs to accept signed calls.
+#[derive(Clone)]
+pub struct PeerMount {
+    pub verifier: Arc<lumina_peer::Verifier>,
+    pub tenants: PeerTenants,
+    /// The replay memory every instance shares (cluster: Redis); `None`: the verifier's
+    /// own, per process (local).
+    pub nonces: Option<lumina_cluster::Nonces>,
 }
 
 /// The verifier of the `peer` settings, or `None` when no node may call.
@@ -39,7 +82,7 @@ pub fn peer_verifier(
 }
 
 impl PeerAuth {
-    fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Unauthenticated> {
+    async fn authenticate(&self, headers: &HeaderMap) -> Result<Principal, Unauthenticated> {
         // A header sent twice is malformed, not "the first one".
         let single = |name: &str| {
             let mut values = headers.get_all(name).iter();
@@ -48,7 +91,30 @@ impl PeerAuth {
                 _ => None,
             }
         };
-        let verified = self.verifier.verify(single).map_err(|_| Unauthenticated)?;
+        let verified = match &self.nonces {
+            None => self.verifier.verify(single).map_err(|_| Unauthenticated)?,
+            Some(nonces) => {
+                let unspent = self
+                    .verifier
+                    .verify_unspent(single)
+                    .map_err(|_| Unauthenticated)?;
+                let keep =
+                    std::time::Duration::from_secs(u64::try_from(unspent.ttl_secs()).unwrap_or(1));
+                // Fail closed: a memory that cannot answer cannot tell a replay.
+                let fresh = match nonces.remember(&unspent.nonce_key(), keep).await {
+                    Ok(fresh) => fresh,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "peer nonce memory unavailable; refusing");
+                        false
+                    }
+                };
+                unspent.spend(fresh).map_err(|_| Unauthenticated)?
+            }
+        };
+        let Some(tenant) = self.tenants.of(&verified.node) else {
+            tracing::warn!(node = %verified.node, "peer node has no tenant (peer.nodes.<node>.tenant); refusing");
+            return Err(Unauthenticated);
+        };
         let write = verified.scope == lumina_peer::SCOPE_WRITE;
         let mut scopes = vec![Scope::Read.as_str().to_owned()];
         if write {
@@ -56,7 +122,7 @@ impl PeerAuth {
         }
         let identity = lumina_protocol::methods::Identity {
             sub: format!("peer:{}", verified.node),
-            tenant: self.tenant.clone(),
+            tenant: tenant.to_owned(),
             scopes,
         };
         Ok(Principal {
@@ -94,7 +160,7 @@ impl Authenticator for ProfileAuth {
         // back to other credentials.
         if signed(headers) {
             return match &self.peers {
-                Some(peers) => peers.authenticate(headers),
+                Some(peers) => peers.authenticate(headers).await,
                 None => Err(Unauthenticated),
             };
         }
@@ -121,23 +187,37 @@ pub fn service(
     listen: SocketAddr,
 ) -> anyhow::Result<lumina_a2a::A2aService> {
     let store: Arc<dyn lumina_a2a::TaskStore> = Arc::new(store::SqliteTaskStore::open(store_path)?);
-    let card = card_document(url, Some(listen));
-    Ok(lumina_a2a::A2aService::new(
+    Ok(service_with(profile, store, url, Some(listen)))
+}
+
+/// The backend's A2A service over `profile` with tasks in `store` (the cluster's
+/// PostgreSQL).
+pub fn service_with(
+    profile: Arc<dyn Profile>,
+    store: Arc<dyn lumina_a2a::TaskStore>,
+    url: &str,
+    listen: Option<SocketAddr>,
+) -> lumina_a2a::A2aService {
+    let card = card_document(url, listen);
+    lumina_a2a::A2aService::new(
         store.clone(),
         Arc::new(executor::RuntimeExecutor::new(profile, store)),
         card,
         Some(lumina_a2a::PushSender::new(
             lumina_a2a::PushOptions::default(),
         )),
-    ))
+    )
 }
 
 /// The routes to merge into the server's router.
 pub fn router(mount: A2aMount, profile: Arc<dyn Profile>) -> axum::Router {
-    let tenant = mount.tenant;
     let auth = ProfileAuth {
         profile,
-        peers: mount.peers.map(|verifier| PeerAuth { verifier, tenant }),
+        peers: mount.peers.map(|peers| PeerAuth {
+            verifier: peers.verifier,
+            tenants: peers.tenants,
+            nonces: peers.nonces,
+        }),
     };
     lumina_a2a::router(mount.service, Arc::new(auth), A2A_PATH)
 }

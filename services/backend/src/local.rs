@@ -288,8 +288,11 @@ pub async fn build_with_tools(
         ),
         a2a: Some(crate::profile::A2aMount {
             service: a2a,
-            peers,
-            tenant: LOCAL_TENANT.into(),
+            peers: peers.map(|verifier| crate::a2a::PeerMount {
+                verifier,
+                tenants: crate::a2a::PeerTenants::One(LOCAL_TENANT.into()),
+                nonces: None,
+            }),
         }),
     });
     Ok(LocalBackend {

@@ -112,9 +112,7 @@ pub struct A2aMount {
     pub service: lumina_a2a::A2aService,
     /// Verifies the signed calls of peer deployments (`peer.nodes`); `None` when none
     /// are configured.
-    pub peers: Option<Arc<lumina_peer::Verifier>>,
-    /// The tenant a verified peer's calls run in.
-    pub tenant: String,
+    pub peers: Option<crate::a2a::PeerMount>,
 }
 
 impl AppState {

@@ -1,8 +1,8 @@
 //! Redis coordination for the cluster profile (docs/design.md#cluster): the instance
 //! registry and the liveness every lease rests on, session leases with fencing tokens,
 //! request/reply RPC between instances over Redis Streams, pub/sub hints of new session
-//! events, shared rate windows, and conversations' hot windows (a cache of their last
-//! messages).
+//! events, shared rate windows, conversations' hot windows (a cache of their last
+//! messages), and the signed peer channel's replay memory.
 //!
 //! Redis holds only what may be lost. PostgreSQL is the source of truth: a lost lease is
 //! re-acquired (with [`Leases::acquire_with_floor`] lifting the fence above what PostgreSQL
@@ -19,6 +19,7 @@ pub mod hints;
 pub mod hot;
 pub mod keeper;
 pub mod lease;
+pub mod nonces;
 mod owned;
 pub mod registry;
 pub mod rpc;
@@ -30,6 +31,7 @@ pub use hints::{Hint, HintEvent, HintStream, Hints};
 pub use hot::{HotWindows, StoredWindow};
 pub use keeper::LeaseKeeper;
 pub use lease::{Holder, Lease, Leases};
+pub use nonces::Nonces;
 pub use owned::Ownerships;
 pub use registry::{InstanceInfo, Liveness, Registration, Registry};
 pub use rpc::{

@@ -382,7 +382,7 @@ pub(crate) fn describe(key: &str, kind: Kind) -> String {
         Kind::StrList => "a list of strings".into(),
         Kind::Peer => "an object with `node`, `shared_key`, `derive_master`, `derived_key`, \
              `ed25519_private_key`, `window_secs`, `nonce_capacity` and `nodes` \
-             (name → {\"ed25519_public_key\"?, \"scopes\"?}) (docs/a2a.md)"
+             (name → {\"ed25519_public_key\"?, \"scopes\"?, \"tenant\"?}) (docs/a2a.md)"
             .into(),
         Kind::A2aPeers => {
             "an object of peers by name, each {\"url\": \"https://…\", \"token\"?, \"sign\"?} \

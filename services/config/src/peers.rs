@@ -68,6 +68,10 @@ pub struct PeerNode {
     /// The scopes its calls may claim (`a2a:read`: get, list, subscribe; `a2a:write`:
     /// also send and cancel). Default: both.
     pub scopes: Vec<String>,
+    /// The tenant its calls run in, in the cluster profile (required there: a node
+    /// without one is refused; the local profile has one tenant and ignores it). Default:
+    /// none.
+    pub tenant: Option<String>,
 }
 
 impl Default for PeerNode {
@@ -75,6 +79,7 @@ impl Default for PeerNode {
         Self {
             ed25519_public_key: None,
             scopes: PEER_SCOPES.iter().map(|s| (*s).to_owned()).collect(),
+            tenant: None,
         }
     }
 }

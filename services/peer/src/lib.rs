@@ -415,16 +415,47 @@ impl Verifier {
         let mut node = None;
         let result = Signed::from_headers(get).and_then(|signed| {
             node = Some(signed.claims.node.clone());
-            self.check(&signed, now)
+            let verified = self.check(&signed, now)?;
+            // Only signatures that verified reach the memory, so strangers cannot fill it.
+            let mut nonces = self.nonces.lock().map_err(|_| Why::Full)?;
+            nonces.remember(
+                &signed.claims.node,
+                &signed.claims.nonce,
+                now,
+                2 * self.window,
+            )?;
+            Ok(verified)
         });
-        result.map_err(|why| {
-            tracing::warn!(
-                node = node.as_deref().unwrap_or("-"),
-                reason = why.as_str(),
-                "peer signature refused"
-            );
-            Refused
-        })
+        result.map_err(|why| refused(node.as_deref(), why))
+    }
+
+    /// Checks everything but replay: the caller remembers the nonce elsewhere (the cluster
+    /// shares one memory in Redis) and must refuse a call whose nonce it has seen —
+    /// [`Unspent::spend`] with the answer of its memory.
+    pub fn verify_unspent<'a>(
+        &self,
+        get: impl Fn(&str) -> Option<&'a str>,
+    ) -> Result<Unspent, Refused> {
+        self.verify_unspent_at(get, now_secs())
+    }
+
+    /// [`Self::verify_unspent`] at `now` (Unix seconds).
+    pub fn verify_unspent_at<'a>(
+        &self,
+        get: impl Fn(&str) -> Option<&'a str>,
+        now: i64,
+    ) -> Result<Unspent, Refused> {
+        let mut node = None;
+        let result = Signed::from_headers(get).and_then(|signed| {
+            node = Some(signed.claims.node.clone());
+            let verified = self.check(&signed, now)?;
+            Ok(Unspent {
+                verified,
+                nonce: signed.claims.nonce.clone(),
+                ttl_secs: 2 * self.window,
+            })
+        });
+        result.map_err(|why| refused(node.as_deref(), why))
     }
 
     fn check(&self, signed: &Signed, now: i64) -> Result<Verified, Why> {
@@ -470,14 +501,53 @@ impl Verifier {
         if self.own.as_deref() != Some(claims.audience.as_str()) {
             return Err(Why::Audience);
         }
-        // Only signatures that verified reach the memory, so strangers cannot fill it.
-        let mut nonces = self.nonces.lock().map_err(|_| Why::Full)?;
-        nonces.remember(&claims.node, &claims.nonce, now, 2 * self.window)?;
         Ok(Verified {
             node: claims.node.clone(),
             scope: claims.scope.clone(),
             kind: expected,
         })
+    }
+}
+
+fn refused(node: Option<&str>, why: Why) -> Refused {
+    tracing::warn!(
+        node = node.unwrap_or("-"),
+        reason = why.as_str(),
+        "peer signature refused"
+    );
+    Refused
+}
+
+/// A call whose signature verified but whose nonce is not yet remembered: the caller's
+/// shared memory decides (see [`Verifier::verify_unspent`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unspent {
+    verified: Verified,
+    nonce: String,
+    ttl_secs: i64,
+}
+
+impl Unspent {
+    /// The memory key of this call's nonce: `<node>:<nonce>` (both are tokens of
+    /// `A-Z a-z 0-9 . _ -`, so the colon is unambiguous).
+    pub fn nonce_key(&self) -> String {
+        format!("{}:{}", self.verified.node, self.nonce)
+    }
+
+    /// How long the nonce must be remembered, seconds (twice the window: by then its
+    /// timestamp is outside the window anyway).
+    pub fn ttl_secs(&self) -> i64 {
+        self.ttl_secs
+    }
+
+    /// The verified call when the memory took the nonce as new (`fresh`), else the one
+    /// opaque refusal (a replay; or the memory could not answer: fail closed).
+    pub fn spend(self, fresh: bool) -> Result<Verified, Refused> {
+        if fresh {
+            Ok(self.verified)
+        } else {
+            Err(refused(Some(&self.verified.node), Why::Replay))
+        }
     }
 }
 

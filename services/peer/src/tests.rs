@@ -14,6 +14,7 @@ fn node(scopes: &[&str], ed25519: Option<&str>) -> PeerNode {
     PeerNode {
         ed25519_public_key: ed25519.map(str::to_owned),
         scopes: scopes.iter().map(|s| (*s).to_owned()).collect(),
+        tenant: None,
     }
 }
 
@@ -271,6 +272,40 @@ fn a_replayed_nonce_is_refused_and_memory_is_bounded() {
     assert!(verify(&verifier, &later, NOW + 20).is_ok());
     assert_eq!(verifier.nonces.lock().unwrap().len(), 1);
     assert_eq!(verify(&verifier, &first, NOW + 20), Err(Refused));
+}
+
+#[test]
+fn an_unspent_call_leaves_replay_to_the_callers_memory() {
+    let signer = signer(PeerSettings {
+        shared_key: Some(Secret::new(SHARED)),
+        ..node_a()
+    });
+    let verifier = Verifier::from_settings(&PeerSettings {
+        window_secs: 10,
+        ..hub(true, false, None)
+    })
+    .unwrap();
+    let signed = signer.sign_at(SCOPE_WRITE, NOW).unwrap();
+    let h = headers(&signed);
+    let get = |name: &str| h.get(name).map(String::as_str);
+    let unspent = verifier.verify_unspent_at(get, NOW).unwrap();
+    assert_eq!(
+        unspent.nonce_key(),
+        format!("a:{}", signed.claims.nonce),
+        "keyed by node and nonce"
+    );
+    assert_eq!(unspent.ttl_secs(), 20);
+    // The local memory is not consulted nor filled: the shared one decides.
+    assert!(verifier.verify_unspent_at(get, NOW).is_ok());
+    assert_eq!(verifier.nonces.lock().unwrap().len(), 0);
+    assert_eq!(unspent.clone().spend(false), Err(Refused), "seen: a replay");
+    assert_eq!(unspent.spend(true).map(|v| v.node), Ok("a".to_owned()));
+    // Everything else is still checked.
+    assert_eq!(
+        verifier.verify_unspent_at(get, NOW + 11).map(|_| ()),
+        Err(Refused),
+        "expired"
+    );
 }
 
 #[test]

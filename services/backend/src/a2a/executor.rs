@@ -21,7 +21,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use lumina_a2a::http::Principal;
-use lumina_a2a::types::{Artifact, Message, Part, PartContent, Task, TaskState};
+use lumina_a2a::types::{
+    Artifact, Message, Part, PartContent, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState,
+    TaskStatus, TaskStatusUpdateEvent,
+};
 use lumina_a2a::{AgentSkill, Error, EventSink, Executor, ExecutorError, RequestContext};
 use lumina_protocol::methods::{
     Identity, PermissionRespondParams, SessionCreateParams, SessionEventsParams,
@@ -172,22 +175,73 @@ enum Flow {
     Stop,
 }
 
-/// Applies one journal event of the run to the task.
-async fn apply(
-    frame: &EventFrame,
-    progress: &mut Progress,
-    events: &EventSink,
-) -> Result<Flow, Error> {
-    let run = progress.run_id.as_str();
-    let flow = match &frame.event {
-        Event::RunStarted { run_id, .. } if run_id == run => {
-            events.status(TaskState::Working, None).await?;
-            Flow::Continue
+/// What one journal event of the run does to the task.
+enum Change {
+    /// A new status, with an optional agent message.
+    Status(TaskState, Option<Message>),
+    /// The run waits for an approval (`requestId`): input-required.
+    Waiting(String, Message),
+    /// The run's final answer: an artifact, then completed.
+    Completed(Artifact),
+}
+
+impl Change {
+    /// Whether an execution stops following after it (terminal, or waiting for input).
+    fn stops(&self) -> bool {
+        match self {
+            Change::Status(state, _) => state.is_terminal(),
+            Change::Waiting(..) | Change::Completed(_) => true,
         }
-        Event::MessageAssistant { run_id, text, .. } if run_id == run && !text.is_empty() => {
-            let message = events.agent_text(text);
-            events.status(TaskState::Working, Some(message)).await?;
-            Flow::Continue
+    }
+
+    /// Whether the task is terminal after it.
+    fn terminal(&self) -> bool {
+        match self {
+            Change::Status(state, _) => state.is_terminal(),
+            Change::Waiting(..) => false,
+            Change::Completed(_) => true,
+        }
+    }
+
+    /// The change as the A2A events a subscriber sees.
+    fn events(self, task_id: &str, context_id: &str) -> Vec<StreamResponse> {
+        let status = |state, message| {
+            StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+                task_id: task_id.to_owned(),
+                context_id: context_id.to_owned(),
+                status: TaskStatus::now(state, message),
+                metadata: None,
+            })
+        };
+        match self {
+            Change::Status(state, message) => vec![status(state, message)],
+            Change::Waiting(_, message) => vec![status(TaskState::InputRequired, Some(message))],
+            Change::Completed(artifact) => vec![
+                StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+                    task_id: task_id.to_owned(),
+                    context_id: context_id.to_owned(),
+                    artifact,
+                    append: false,
+                    last_chunk: true,
+                    metadata: None,
+                }),
+                status(TaskState::Completed, None),
+            ],
+        }
+    }
+}
+
+/// The change one journal event of run `run` makes to task `task_id`, if any.
+fn translate(frame: &EventFrame, run: &str, task_id: &str, context_id: &str) -> Option<Change> {
+    let text = |text: &str| Message::agent(vec![Part::text(text)], Some(task_id), Some(context_id));
+    let change = match &frame.event {
+        Event::RunStarted { run_id, .. } if run_id == run => {
+            Change::Status(TaskState::Working, None)
+        }
+        Event::MessageAssistant {
+            run_id, text: said, ..
+        } if run_id == run && !said.is_empty() => {
+            Change::Status(TaskState::Working, Some(text(said)))
         }
         Event::PermissionRequested {
             run_id,
@@ -196,51 +250,122 @@ async fn apply(
             preview,
             ..
         } if run_id == run => {
-            progress.pending_request = Some(request_id.clone());
-            progress.last_seq = frame.seq;
-            progress.save(events).await?;
-            let mut text = format!(
+            let mut body = format!(
                 "approval needed: the agent wants to run `{tool}`. Reply \"approve\", \"always\" or \"deny\" (or a data part {{\"decision\": \"allow_once\"|\"allow_session\"|\"deny\"}})."
             );
             if let Some(preview) = preview {
-                text.push_str("\n\n");
-                text.push_str(preview);
+                body.push_str("\n\n");
+                body.push_str(preview);
             }
-            let mut message = events.agent_text(&text);
+            let mut message = text(&body);
             message.metadata = Some(json!({"requestId": request_id, "tool": tool}));
-            events
-                .status(TaskState::InputRequired, Some(message))
-                .await?;
-            Flow::Stop
+            Change::Waiting(request_id.clone(), message)
         }
         Event::RunCompleted { run_id, result, .. } if run_id == run => {
-            let artifact = Artifact {
+            Change::Completed(Artifact {
                 artifact_id: format!("{run}-result"),
                 name: Some("result".into()),
                 description: Some("the run's final answer".into()),
                 parts: vec![Part::text(result.clone())],
                 metadata: None,
                 extensions: Vec::new(),
-            };
-            events.artifact(artifact, false, true).await?;
-            events.status(TaskState::Completed, None).await?;
-            Flow::Stop
+            })
         }
         Event::RunFailed {
             run_id, message, ..
-        } if run_id == run => {
-            let message = events.agent_text(message);
-            events.status(TaskState::Failed, Some(message)).await?;
-            Flow::Stop
-        }
+        } if run_id == run => Change::Status(TaskState::Failed, Some(text(message))),
         Event::RunInterrupted { run_id, reason } if run_id == run => {
-            let message = events.agent_text(reason);
-            events.status(TaskState::Canceled, Some(message)).await?;
-            Flow::Stop
+            Change::Status(TaskState::Canceled, Some(text(reason)))
         }
-        _ => Flow::Continue,
+        _ => return None,
     };
-    Ok(flow)
+    Some(change)
+}
+
+/// How often, and how far apart, an execution whose session stream ended tries to follow
+/// it again (the owner went away: in the cluster another instance takes the session over
+/// within a lease TTL and its journal has the rest).
+const RESUBSCRIBE_TRIES: u32 = 30;
+const RESUBSCRIBE_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
+
+impl RuntimeExecutor {
+    /// The journal seq the stored task has applied (its metadata `lumina.lastSeq`).
+    async fn applied_seq(&self, owner: &str, task_id: &str) -> u64 {
+        match self.tasks.load(owner, task_id).await {
+            Ok(Some(record)) => Progress::of(&record.task).map_or(0, |p| p.last_seq),
+            _ => 0,
+        }
+    }
+
+    /// Applies one journal event of the run to the task, recording it as applied.
+    async fn apply(
+        &self,
+        owner: &str,
+        frame: &EventFrame,
+        progress: &mut Progress,
+        events: &EventSink,
+    ) -> Result<Flow, Error> {
+        let Some(change) = translate(
+            frame,
+            &progress.run_id,
+            events.task_id(),
+            events.context_id(),
+        ) else {
+            return Ok(Flow::Continue);
+        };
+        let flow = if change.stops() {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        };
+        // Another instance may apply the same journal (a read there brings the task up to
+        // date while this one executes): what the stored task has is not applied twice.
+        if self.applied_seq(owner, events.task_id()).await >= frame.seq {
+            progress.last_seq = frame.seq;
+            return Ok(flow);
+        }
+        progress.last_seq = frame.seq;
+        match change {
+            Change::Waiting(request_id, message) => {
+                // Recorded before the status: the answer may come at once.
+                progress.pending_request = Some(request_id);
+                progress.save(events).await?;
+                events
+                    .status(TaskState::InputRequired, Some(message))
+                    .await?;
+            }
+            Change::Status(state, message) => {
+                events.status(state, message).await?;
+                progress.save(events).await?;
+            }
+            Change::Completed(artifact) => {
+                events.artifact(artifact, false, true).await?;
+                events.status(TaskState::Completed, None).await?;
+            }
+        }
+        Ok(flow)
+    }
+
+    /// The session's events after `progress.last_seq`, through the profile (in the
+    /// cluster: from whichever instance owns the session).
+    async fn follow(
+        &self,
+        identity: &Identity,
+        progress: &Progress,
+    ) -> Result<tokio::sync::mpsc::Receiver<Outbound>, Error> {
+        let (_, rx) = self
+            .profile
+            .subscribe(
+                identity,
+                &SessionResumeParams {
+                    session_id: progress.session_id.clone(),
+                    after_seq: progress.last_seq,
+                },
+            )
+            .await
+            .map_err(|e| map_error(Method::SessionResume, e))?;
+        Ok(rx)
+    }
 }
 
 #[async_trait]
@@ -353,26 +478,24 @@ impl Executor for RuntimeExecutor {
                 progress
             }
         };
-        let (_, mut rx) = self
-            .profile
-            .subscribe(
-                &identity,
-                &SessionResumeParams {
-                    session_id: progress.session_id.clone(),
-                    after_seq: progress.last_seq,
-                },
-            )
-            .await
-            .map_err(|e| failed(map_error(Method::SessionResume, e)))?;
+        let owner = ctx.principal.owner.clone();
+        let mut rx = self.follow(&identity, &progress).await.map_err(failed)?;
         loop {
             let outbound = tokio::select! {
                 outbound = rx.recv() => outbound,
                 _ = ctx.cancel.cancelled() => return Ok(()),
             };
             let Some(outbound) = outbound else {
-                return Err(ExecutorError::Failed(
-                    "the session's event stream ended".into(),
-                ));
+                // The stream ended without the run's end: follow again from the last
+                // applied event. When that does not work out, the task stays as stored and
+                // is brought up to date from the journal when it is next read.
+                match self.follow_again(&identity, &progress, &ctx).await {
+                    Some(again) => {
+                        rx = again;
+                        continue;
+                    }
+                    None => return Ok(()),
+                }
             };
             let Outbound::Event(frame) = outbound else {
                 continue;
@@ -380,7 +503,8 @@ impl Executor for RuntimeExecutor {
             if frame.seq <= progress.last_seq {
                 continue;
             }
-            if let Flow::Stop = apply(&frame, &mut progress, &events)
+            if let Flow::Stop = self
+                .apply(&owner, &frame, &mut progress, &events)
                 .await
                 .map_err(failed)?
             {
@@ -436,7 +560,10 @@ impl Executor for RuntimeExecutor {
                 )
                 .await?;
             for frame in &page.events {
-                if let Flow::Stop = apply(frame, &mut progress, &events).await? {
+                if let Flow::Stop = self
+                    .apply(&principal.owner, frame, &mut progress, &events)
+                    .await?
+                {
                     return Ok(());
                 }
                 progress.last_seq = frame.seq;
@@ -446,5 +573,140 @@ impl Executor for RuntimeExecutor {
             }
         }
         progress.save(&events).await
+    }
+
+    async fn observe(
+        &self,
+        task: &Task,
+        principal: &Principal,
+    ) -> Result<Option<lumina_a2a::EventStream>, Error> {
+        use futures::StreamExt;
+        let identity = identity(principal)?;
+        let opening = Opening {
+            profile: self.profile.clone(),
+            tasks: self.tasks.clone(),
+            identity,
+            owner: principal.owner.clone(),
+            task_id: task.id.clone(),
+            progress: Progress::of(task),
+        };
+        let (task_id, context_id) = (task.id.clone(), task.context_id.clone());
+        let stream = futures::stream::once(opening.open())
+            .filter_map(futures::future::ready)
+            .flat_map(move |(progress, rx)| {
+                let state = Observed {
+                    rx,
+                    progress,
+                    task_id: task_id.clone(),
+                    context_id: context_id.clone(),
+                    done: false,
+                };
+                futures::stream::unfold(state, |mut s| async move {
+                    if s.done {
+                        return None;
+                    }
+                    loop {
+                        let Outbound::Event(frame) = s.rx.recv().await? else {
+                            continue;
+                        };
+                        if frame.seq <= s.progress.last_seq {
+                            continue;
+                        }
+                        s.progress.last_seq = frame.seq;
+                        let Some(change) =
+                            translate(&frame, &s.progress.run_id, &s.task_id, &s.context_id)
+                        else {
+                            continue;
+                        };
+                        s.done = change.terminal();
+                        let events = change.events(&s.task_id, &s.context_id);
+                        return Some((futures::stream::iter(events), s));
+                    }
+                })
+                .flatten()
+            });
+        Ok(Some(Box::pin(stream)))
+    }
+}
+
+/// What [`Executor::observe`] follows: the session's events after the task's progress.
+struct Observed {
+    rx: tokio::sync::mpsc::Receiver<Outbound>,
+    progress: Progress,
+    task_id: String,
+    context_id: String,
+    done: bool,
+}
+
+/// How long an observer waits for the executing instance to record the task's run (a
+/// task answered with `returnImmediately` exists before its run is submitted).
+const OBSERVE_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
+/// The start of an observation, done when the stream is first polled.
+struct Opening {
+    profile: Arc<dyn Profile>,
+    tasks: Arc<dyn lumina_a2a::TaskStore>,
+    identity: Identity,
+    owner: String,
+    task_id: String,
+    progress: Option<Progress>,
+}
+
+impl Opening {
+    async fn open(self) -> Option<(Progress, tokio::sync::mpsc::Receiver<Outbound>)> {
+        let deadline = tokio::time::Instant::now() + OBSERVE_WAIT;
+        let mut progress = self.progress;
+        while progress.is_none() && tokio::time::Instant::now() < deadline {
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            progress = match self.tasks.load(&self.owner, &self.task_id).await {
+                Ok(Some(record)) if record.task.status.state.is_terminal() => return None,
+                Ok(Some(record)) => Progress::of(&record.task),
+                _ => None,
+            };
+        }
+        let progress = progress?;
+        let subscribed = self
+            .profile
+            .subscribe(
+                &self.identity,
+                &SessionResumeParams {
+                    session_id: progress.session_id.clone(),
+                    after_seq: progress.last_seq,
+                },
+            )
+            .await;
+        match subscribed {
+            Ok((_, rx)) => Some((progress, rx)),
+            Err(err) => {
+                tracing::warn!(task_id = %self.task_id, error = %err.message, "a2a task cannot be observed");
+                None
+            }
+        }
+    }
+}
+
+impl RuntimeExecutor {
+    /// A new subscription after the last one ended, or `None` when none comes within
+    /// [`RESUBSCRIBE_TRIES`] or the execution is cancelled (shutdown).
+    async fn follow_again(
+        &self,
+        identity: &Identity,
+        progress: &Progress,
+        ctx: &RequestContext,
+    ) -> Option<tokio::sync::mpsc::Receiver<Outbound>> {
+        for _ in 0..RESUBSCRIBE_TRIES {
+            tokio::select! {
+                _ = tokio::time::sleep(RESUBSCRIBE_PAUSE) => {}
+                _ = ctx.cancel.cancelled() => return None,
+            }
+            match self.follow(identity, progress).await {
+                Ok(rx) => return Some(rx),
+                Err(err) => {
+                    tracing::debug!(session_id = %progress.session_id, error = %err, "a2a execution cannot follow its session yet");
+                }
+            }
+        }
+        tracing::warn!(session_id = %progress.session_id, "a2a execution lost its session stream; the task catches up when read");
+        None
     }
 }

@@ -8,6 +8,10 @@
 //! - `gateway.rs`: routing of requests to owners; reads from PostgreSQL.
 //! - `subscribe.rs` / `relay.rs`: events to subscribers on any instance.
 //! - `profile.rs`: the instance as the server's `Profile`.
+//!
+//! A2A (`/a2a`, the Agent Card) is served by every instance over the shared PostgreSQL task
+//! store (`crate::a2a::pg_store`); its executor goes through the same `Profile`, so a
+//! message reaches the session's owner like a WebSocket call.
 
 pub mod config;
 pub mod gateway;
@@ -177,6 +181,23 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
         &settings,
         &options.app_root,
     );
+    // A2A (docs/a2a.md#the-cluster): tasks in the shared PostgreSQL, signed peer calls'
+    // nonces in Redis, so any instance answers for any task and a replay to another
+    // instance is refused.
+    let a2a_url = options
+        .env
+        .get_nonempty("LUMINA_A2A_PUBLIC_URL")
+        .map(str::to_owned)
+        .unwrap_or_else(|| format!("http://{}{}", config.advertise_addr, crate::a2a::A2A_PATH));
+    let a2a_store: Arc<dyn lumina_a2a::TaskStore> =
+        Arc::new(crate::a2a::pg_store::PgTaskStore::new(pg.pool().clone()));
+    let peers = crate::a2a::peer_verifier(&settings.peer)
+        .context("the `peer` settings")?
+        .map(|verifier| crate::a2a::PeerMount {
+            verifier,
+            tenants: crate::a2a::PeerTenants::per_node(&settings.peer),
+            nonces: Some(lumina_cluster::Nonces::new(redis.clone())),
+        });
     let node = Node::new(
         NodeParts {
             config: config.clone(),
@@ -237,17 +258,26 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
     let rpc_shutdown = shutdown.clone();
     tasks.push(tokio::spawn(server.run(rpc_shutdown)));
 
+    let cluster_profile: Arc<dyn crate::profile::Profile> =
+        Arc::new(profile::ClusterProfile(node.clone()));
+    let a2a = crate::a2a::service_with(
+        cluster_profile.clone(),
+        a2a_store,
+        &a2a_url,
+        Some(config.listen_addr),
+    );
     let state = Arc::new(AppState {
-        profile: Arc::new(profile::ClusterProfile(node.clone())),
+        profile: cluster_profile,
         limits,
         metrics,
         info,
         max_frame_bytes: settings.max_frame_bytes,
         shutdown,
         conversations,
-        // A2A in the cluster needs a task store every instance shares (PostgreSQL): not
-        // yet (docs/a2a.md#status).
-        a2a: None,
+        a2a: Some(crate::profile::A2aMount {
+            service: a2a,
+            peers,
+        }),
     });
     Ok(Started {
         state,

@@ -73,7 +73,10 @@ async fn migrate_is_idempotent_and_safe_to_run_concurrently() {
         .copied()
         .collect();
     applied.sort();
-    let all: Vec<i32> = (1..=SCHEMA_VERSION).collect();
+    let all: Vec<i32> = postgres::migrate::MIGRATIONS
+        .iter()
+        .map(|m| m.version)
+        .collect();
     assert_eq!(applied, all);
     assert_eq!((ra.version, rb.version), (SCHEMA_VERSION, SCHEMA_VERSION));
 
@@ -85,7 +88,7 @@ async fn migrate_is_idempotent_and_safe_to_run_concurrently() {
         server
             .psql(database, "SELECT count(*) FROM schema_version")
             .unwrap(),
-        SCHEMA_VERSION.to_string()
+        postgres::migrate::MIGRATIONS.len().to_string()
     );
     // Through a plain client too, as `/readyz` would.
     let mut client = a.pool().get().await.unwrap();

@@ -1,6 +1,7 @@
 //! The cluster profile with real processes: PostgreSQL + pgvector and Redis started by the
 //! test kit, N `lumina-backend cluster serve` instances, JWTs from `cluster init-local`.
 
+mod a2a;
 mod audit;
 mod auth;
 mod bench;
