@@ -285,7 +285,7 @@ fn an_unspent_call_leaves_replay_to_the_callers_memory() {
         ..hub(true, false, None)
     })
     .unwrap();
-    let signed = signer.sign_at(SCOPE_WRITE, NOW).unwrap();
+    let signed = signer.sign_at(SCOPE_WRITE, "hub", NOW).unwrap();
     let h = headers(&signed);
     let get = |name: &str| h.get(name).map(String::as_str);
     let unspent = verifier.verify_unspent_at(get, NOW).unwrap();

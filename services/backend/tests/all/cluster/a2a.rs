@@ -103,7 +103,8 @@ fn last_state(events: &[Value]) -> &Value {
 async fn any_instance_answers_for_a_task_the_owner_runs() {
     let keys = lumina_peer::generate_ed25519().unwrap();
     let untenanted = lumina_peer::generate_ed25519().unwrap();
-    let peer = json!({"nodes": {
+    // The cluster's node name is the audience every signed call to it names.
+    let peer = json!({"node": "the-cluster", "nodes": {
         "caller": {"ed25519_public_key": keys.public_key, "tenant": TENANT},
         "stranger": {"ed25519_public_key": untenanted.public_key},
     }});
@@ -314,7 +315,7 @@ async fn any_instance_answers_for_a_task_the_owner_runs() {
     .unwrap()
     .unwrap();
     let signed = signer
-        .sign(lumina_peer::SCOPE_READ)
+        .sign(lumina_peer::SCOPE_READ, "the-cluster")
         .unwrap()
         .headers()
         .to_vec();
@@ -329,7 +330,7 @@ async fn any_instance_answers_for_a_task_the_owner_runs() {
     let (status, _) = rpc(&a, Auth::Signed(&signed), "ListTasks", json!({})).await;
     assert_eq!(status, 401, "replayed to the same instance");
     let fresh = signer
-        .sign(lumina_peer::SCOPE_READ)
+        .sign(lumina_peer::SCOPE_READ, "the-cluster")
         .unwrap()
         .headers()
         .to_vec();
@@ -344,7 +345,7 @@ async fn any_instance_answers_for_a_task_the_owner_runs() {
     .unwrap()
     .unwrap();
     let signed = stranger
-        .sign(lumina_peer::SCOPE_READ)
+        .sign(lumina_peer::SCOPE_READ, "the-cluster")
         .unwrap()
         .headers()
         .to_vec();
