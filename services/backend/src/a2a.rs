@@ -9,7 +9,6 @@ pub mod executor;
 pub mod pg_store;
 pub mod store;
 
-use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::sync::Arc;
@@ -19,7 +18,7 @@ use axum::http::HeaderMap;
 use lumina_a2a::http::{Authenticator, Principal, Unauthenticated};
 use lumina_protocol::Scope;
 
-use crate::profile::{A2aMount, Profile};
+use crate::profile::{A2aMount, PeerTenants, Profile};
 
 /// Where the JSON-RPC endpoint is mounted.
 pub const A2A_PATH: &str = "/a2a";
@@ -31,46 +30,6 @@ pub struct PeerAuth {
     verifier: Arc<lumina_peer::Verifier>,
     tenants: PeerTenants,
     nonces: Option<lumina_cluster::Nonces>,
-}
-
-/// Which tenant a verified node's calls run in.
-#[derive(Clone, Debug)]
-pub enum PeerTenants {
-    /// The profile's one tenant (local).
-    One(String),
-    /// Each node's `peer.nodes.<node>.tenant` (cluster); a node without one is refused.
-    PerNode(BTreeMap<String, String>),
-}
-
-impl PeerTenants {
-    /// The cluster's: every node's configured tenant.
-    pub fn per_node(settings: &lumina_config::PeerSettings) -> Self {
-        Self::PerNode(
-            settings
-                .nodes
-                .iter()
-                .filter_map(|(node, n)| Some((node.clone(), n.tenant.clone()?)))
-                .filter(|(_, tenant)| !tenant.is_empty())
-                .collect(),
-        )
-    }
-
-    fn of(&self, node: &str) -> Option<&str> {
-        match self {
-            Self::One(tenant) => Some(tenant),
-            Self::PerNode(map) => map.get(node).map(String::as_str),
-        }
-    }
-}
-
-/// What a profile needs to accept signed calls.
-#[derive(Clone)]
-pub struct PeerMount {
-    pub verifier: Arc<lumina_peer::Verifier>,
-    pub tenants: PeerTenants,
-    /// The replay memory every instance shares (cluster: Redis); `None`: the verifier's
-    /// own, per process (local).
-    pub nonces: Option<lumina_cluster::Nonces>,
 }
 
 /// The verifier of the `peer` settings, or `None` when no node may call.

@@ -288,9 +288,9 @@ pub async fn build_with_tools(
         ),
         a2a: Some(crate::profile::A2aMount {
             service: a2a,
-            peers: peers.map(|verifier| crate::a2a::PeerMount {
+            peers: peers.map(|verifier| crate::profile::PeerMount {
                 verifier,
-                tenants: crate::a2a::PeerTenants::One(LOCAL_TENANT.into()),
+                tenants: crate::profile::PeerTenants::One(LOCAL_TENANT.into()),
                 nonces: None,
             }),
         }),

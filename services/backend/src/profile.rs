@@ -2,6 +2,7 @@
 //! instances over PostgreSQL and Redis), as one trait, so the server, the connection and
 //! the dispatcher never ask which profile they serve.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -112,7 +113,47 @@ pub struct A2aMount {
     pub service: lumina_a2a::A2aService,
     /// Verifies the signed calls of peer deployments (`peer.nodes`); `None` when none
     /// are configured.
-    pub peers: Option<crate::a2a::PeerMount>,
+    pub peers: Option<PeerMount>,
+}
+
+/// Which tenant a verified node's calls run in.
+#[derive(Clone, Debug)]
+pub enum PeerTenants {
+    /// The profile's one tenant (local).
+    One(String),
+    /// Each node's `peer.nodes.<node>.tenant` (cluster); a node without one is refused.
+    PerNode(BTreeMap<String, String>),
+}
+
+impl PeerTenants {
+    /// The cluster's: every node's configured tenant.
+    pub fn per_node(settings: &lumina_config::PeerSettings) -> Self {
+        Self::PerNode(
+            settings
+                .nodes
+                .iter()
+                .filter_map(|(node, n)| Some((node.clone(), n.tenant.clone()?)))
+                .filter(|(_, tenant)| !tenant.is_empty())
+                .collect(),
+        )
+    }
+
+    pub(crate) fn of(&self, node: &str) -> Option<&str> {
+        match self {
+            Self::One(tenant) => Some(tenant),
+            Self::PerNode(map) => map.get(node).map(String::as_str),
+        }
+    }
+}
+
+/// What a profile needs to accept signed calls.
+#[derive(Clone)]
+pub struct PeerMount {
+    pub verifier: Arc<lumina_peer::Verifier>,
+    pub tenants: PeerTenants,
+    /// The replay memory every instance shares (cluster: Redis); `None`: the verifier's
+    /// own, per process (local).
+    pub nonces: Option<lumina_cluster::Nonces>,
 }
 
 impl AppState {

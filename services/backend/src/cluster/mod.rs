@@ -193,9 +193,9 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
         Arc::new(crate::a2a::pg_store::PgTaskStore::new(pg.pool().clone()));
     let peers = crate::a2a::peer_verifier(&settings.peer)
         .context("the `peer` settings")?
-        .map(|verifier| crate::a2a::PeerMount {
+        .map(|verifier| crate::profile::PeerMount {
             verifier,
-            tenants: crate::a2a::PeerTenants::per_node(&settings.peer),
+            tenants: crate::profile::PeerTenants::per_node(&settings.peer),
             nonces: Some(lumina_cluster::Nonces::new(redis.clone())),
         });
     let node = Node::new(
