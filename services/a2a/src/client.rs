@@ -410,17 +410,8 @@ impl A2aClient {
         endpoint: &Endpoint,
         task_id: &str,
     ) -> Result<Task, ClientError> {
-        let result = self
-            .unary(
-                target,
-                endpoint,
-                "GetTask",
-                json!({"id": task_id, "historyLength": 0}),
-                self.options.request_timeout,
-            )
-            .await?;
-        serde_json::from_value(result)
-            .map_err(|e| ClientError::BadResponse(format!("GetTask result: {e}")))
+        let params = json!({"id": task_id, "historyLength": 0});
+        self.task_call(target, endpoint, "GetTask", params).await
     }
 
     /// `CancelTask`: the task as the remote has it after the request (canceled, or already
@@ -431,17 +422,29 @@ impl A2aClient {
         endpoint: &Endpoint,
         task_id: &str,
     ) -> Result<Task, ClientError> {
+        let params = json!({"id": task_id});
+        self.task_call(target, endpoint, "CancelTask", params).await
+    }
+
+    /// A unary call whose result is a `Task`.
+    async fn task_call(
+        &self,
+        target: &Target,
+        endpoint: &Endpoint,
+        method: &str,
+        params: Value,
+    ) -> Result<Task, ClientError> {
         let result = self
             .unary(
                 target,
                 endpoint,
-                "CancelTask",
-                json!({"id": task_id}),
+                method,
+                params,
                 self.options.request_timeout,
             )
             .await?;
         serde_json::from_value(result)
-            .map_err(|e| ClientError::BadResponse(format!("CancelTask result: {e}")))
+            .map_err(|e| ClientError::BadResponse(format!("{method} result: {e}")))
     }
 
     /// `SendStreamingMessage`: the events as they come. `timeout` bounds the wait for the
