@@ -15,10 +15,10 @@ use anyhow::{bail, ensure, Context};
 use futures::StreamExt;
 use lumina_config::{AppRoot, Env};
 use lumina_sse::SseDecoder;
-use reqwest::header::{HeaderMap, HeaderValue, AUTHORIZATION};
+use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 
-use super::percentiles;
+use super::{bearer_client, ok, percentiles};
 use crate::conversation::types::{Conversation, ExecuteResult, MessagePage, StreamEventData};
 use crate::local::{self, LocalOptions};
 
@@ -163,13 +163,7 @@ struct Api {
 
 impl Api {
     fn new(base: String, token: &str) -> anyhow::Result<Api> {
-        let mut headers = HeaderMap::new();
-        let mut bearer = HeaderValue::from_str(&format!("Bearer {token}"))?;
-        bearer.set_sensitive(true);
-        headers.insert(AUTHORIZATION, bearer);
-        let http = reqwest::Client::builder()
-            .default_headers(headers)
-            .build()?;
+        let http = bearer_client(token, HeaderMap::new())?;
         Ok(Api { base, http })
     }
 
@@ -257,14 +251,4 @@ impl Api {
         }
         bail!("the stream ended before `done`")
     }
-}
-
-/// The response, or its status and body as the error.
-async fn ok(response: reqwest::Response) -> anyhow::Result<reqwest::Response> {
-    let status = response.status();
-    if status.is_success() {
-        return Ok(response);
-    }
-    let body = response.text().await.unwrap_or_default();
-    bail!("HTTP {status}: {body}")
 }

@@ -1,6 +1,7 @@
 //! `lumina-backend bench …`: the measurements behind `docs/benchmarks.md`. Benchmarks are
 //! commands, not tests: nothing here gates CI.
 
+pub mod a2a;
 pub mod conversation;
 pub mod locomo;
 pub mod rag;
@@ -92,6 +93,26 @@ pub enum BenchCommand {
         /// Page sizes to walk the conversation with, comma-separated.
         #[arg(long, default_value = "50,200")]
         page_sizes: String,
+    },
+    /// The A2A endpoint over HTTP: SendStreamingMessage → first streamed event and status
+    /// latency, and GetTask throughput (a local backend in-process; the model at
+    /// --model-url, e.g. `lumina-scripted-model`).
+    A2a {
+        /// The model endpoint (Anthropic Messages format).
+        #[arg(long)]
+        model_url: String,
+        /// Streamed messages (each a new context), one after another.
+        #[arg(long, default_value_t = 200)]
+        messages: usize,
+        /// GetTask requests in all, over the tasks the messages created.
+        #[arg(long, default_value_t = 20_000)]
+        gets: usize,
+        /// Concurrent GetTask clients.
+        #[arg(long, default_value_t = 8)]
+        concurrency: usize,
+        /// historyLength of each GetTask.
+        #[arg(long, default_value_t = 10)]
+        history_length: u32,
     },
     /// Project-document RAG on the generated corpus (every format, known answers):
     /// recall@k of full text and of full text + embeddings, ingestion and search timing.
@@ -267,6 +288,24 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
             println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
         }
+        BenchCommand::A2a {
+            model_url,
+            messages,
+            gets,
+            concurrency,
+            history_length,
+        } => {
+            let report = a2a::run(a2a::A2aBench {
+                model_url,
+                messages,
+                gets,
+                concurrency,
+                history_length,
+            })
+            .await?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
+            Ok(())
+        }
         BenchCommand::Latency {
             sessions,
             events_per_session,
@@ -419,4 +458,28 @@ pub fn percentiles(samples: &mut [Duration]) -> serde_json::Value {
         samples[idx].as_secs_f64() * 1000.0
     };
     serde_json::json!({ "p50": pct(0.50), "p99": pct(0.99), "max": pct(1.0) })
+}
+
+/// An HTTP client that sends the backend's token (marked sensitive) and `headers` with
+/// every request.
+fn bearer_client(
+    token: &str,
+    mut headers: reqwest::header::HeaderMap,
+) -> anyhow::Result<reqwest::Client> {
+    let mut bearer = reqwest::header::HeaderValue::from_str(&format!("Bearer {token}"))?;
+    bearer.set_sensitive(true);
+    headers.insert(reqwest::header::AUTHORIZATION, bearer);
+    Ok(reqwest::Client::builder()
+        .default_headers(headers)
+        .build()?)
+}
+
+/// The response, or its status and body as the error.
+async fn ok(response: reqwest::Response) -> anyhow::Result<reqwest::Response> {
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let body = response.text().await.unwrap_or_default();
+    anyhow::bail!("HTTP {status}: {body}")
 }
