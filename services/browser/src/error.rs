@@ -29,6 +29,10 @@ pub enum Error {
     #[error("cannot create the browser's temporary profile: {0}")]
     Profile(#[source] std::io::Error),
 
+    /// The browser's SOCKS5 proxy could not listen on a loopback port.
+    #[error("cannot start the browser's network proxy: {0}")]
+    Proxy(#[source] std::io::Error),
+
     /// A DevTools Protocol call failed.
     #[error("{what}: {source}")]
     Cdp {

@@ -2,19 +2,32 @@
 //! browser tools (docs/browser.md). This crate owns one browser's life: the executable
 //! lookup, a temporary profile per browser (deleted when it closes or is dropped), the
 //! process (its own process group, killed with its children; a death signal if the backend
-//! dies), request interception, tabs, element references and the page operations.
+//! dies), the network guard, tabs, element references and the page operations.
 //!
-//! It does not decide which addresses may be reached: every request the browser makes —
-//! navigations, sub-resources, workers, redirects, in every tab — is paused at the browser
-//! level (`Fetch.enable` on the browser target) and continued only when the caller's
-//! [`RequestGuard`] allows its URL; otherwise it fails with `BlockedByClient` and is listed
-//! in the next operation's [`PageState::blocked`]. Downloads are denied.
+//! It does not decide which addresses may be reached; the caller's [`RequestGuard`] does,
+//! at two points:
+//!
+//! - every request the browser makes — navigations, sub-resources, workers, redirects, in
+//!   every tab — is paused at the browser level (`Fetch.enable` on the browser target) and
+//!   continued only when the guard allows its URL ([`RequestGuard::refusal`]); otherwise it
+//!   fails with `BlockedByClient`;
+//! - every TCP connection the browser opens goes through [`Proxy`], an in-process SOCKS5
+//!   proxy on a loopback port of its own (`fast-socks5` parses the protocol): the guard
+//!   resolves the host once and vets every address ([`RequestGuard::connection`]), and the
+//!   proxy connects to exactly those addresses. This covers what `Fetch` never sees
+//!   (WebSockets, preconnects) and DNS rebinding (no second resolution by Chromium).
+//!
+//! Both kinds of refusal are listed in the next operation's [`PageState::blocked`].
+//! Downloads are denied.
 
 mod error;
+mod events;
 mod process;
+mod proxy;
 mod script;
 mod session;
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -23,14 +36,31 @@ use serde::{Deserialize, Serialize};
 
 pub use error::{Error, Result};
 pub use process::find_executable;
+pub use proxy::Proxy;
 pub use session::Browser;
 
-/// Decides whether the browser may request a URL. Called for every request (with a
-/// timeout, [`Options::call_timeout`]); a guard that times out refuses.
+/// Decides what the browser may reach. Every call has a timeout ([`Options::call_timeout`]);
+/// a guard that times out refuses.
 #[async_trait]
 pub trait RequestGuard: Send + Sync + 'static {
-    /// `None` when `url` may be requested, else why not (shown to the model).
+    /// `None` when `url` may be requested, else why not (shown to the model). Asked for
+    /// every request `Fetch` pauses.
     async fn refusal(&self, url: &str) -> Option<String>;
+
+    /// Where a connection the browser wants to open to `host` (a name or an IP address, as
+    /// Chromium asked the proxy) and `port` may go. Asked by [`Proxy`] for every TCP
+    /// connection; the proxy connects only to the addresses returned, so the guard must
+    /// resolve the name itself and vet every answer (no one resolves it again).
+    async fn connection(&self, host: &str, port: u16) -> Connection;
+}
+
+/// A [`RequestGuard`]'s answer for one connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Connection {
+    /// Connect to one of these addresses (tried in order), every one of them vetted.
+    To(Vec<SocketAddr>),
+    /// Refused, and why (shown to the model).
+    Refused(String),
 }
 
 /// How a browser is started and how long its operations may take.
@@ -90,9 +120,10 @@ impl std::fmt::Display for Target {
     }
 }
 
-/// A request the guard refused.
+/// A request or a connection the guard refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Blocked {
+    /// The request's URL, or `host:port` for a connection the proxy refused.
     pub url: String,
     pub reason: String,
 }
@@ -112,7 +143,7 @@ pub struct PageState {
     pub tab: usize,
     pub url: String,
     pub title: String,
-    /// Requests refused since the previous operation.
+    /// Requests and connections refused since the previous operation.
     pub blocked: Vec<Blocked>,
     /// Tabs the page opened meanwhile (popups, `target=_blank`).
     pub new_tabs: Vec<TabInfo>,

@@ -1,6 +1,8 @@
 //! SSRF protection for `web_fetch` and the browser tools: which addresses a request may
 //! connect to, and the injectable DNS resolver whose answers are checked (and, by
-//! `web_fetch`, then pinned) before connecting. [`vet`] is the one check both use.
+//! `web_fetch`, then pinned; by the browser's proxy, then connected to) before connecting.
+//! [`vet`] is the one check both use ([`vet_host`] for a host and port without a URL: the
+//! browser's proxy).
 //!
 //! Refused: unspecified, loopback, private (RFC 1918), link-local (including the cloud
 //! metadata address 169.254.169.254), CGNAT (100.64/10), multicast, broadcast and other
@@ -111,15 +113,29 @@ pub(crate) async fn vet(
     url: &url::Url,
     exception: Option<SocketAddr>,
 ) -> Result<Vetted, Refusal> {
-    let refuse = |why: String| Refusal(why);
     let port = url
         .port_or_known_default()
-        .ok_or_else(|| refuse("no port".into()))?;
-    let (host, ips) = match url.host() {
-        None => return Err(refuse("the URL has no host".into())),
-        Some(url::Host::Ipv4(ip)) => (None, vec![ip.into()]),
-        Some(url::Host::Ipv6(ip)) => (None, vec![ip.into()]),
-        Some(url::Host::Domain(name)) => {
+        .ok_or_else(|| Refusal("no port".into()))?;
+    let host = url
+        .host()
+        .ok_or_else(|| Refusal("the URL has no host".into()))?;
+    vet_host(resolver, host, port, exception).await
+}
+
+/// [`vet`] for a host and port without a URL (the browser's proxy asks for connections):
+/// a name is resolved once and every answer checked; the addresses returned are the only
+/// ones that may be connected to.
+pub(crate) async fn vet_host(
+    resolver: &dyn Resolver,
+    host: url::Host<&str>,
+    port: u16,
+    exception: Option<SocketAddr>,
+) -> Result<Vetted, Refusal> {
+    let refuse = |why: String| Refusal(why);
+    let (host, ips) = match host {
+        url::Host::Ipv4(ip) => (None, vec![ip.into()]),
+        url::Host::Ipv6(ip) => (None, vec![ip.into()]),
+        url::Host::Domain(name) => {
             let ips = resolver
                 .resolve(name, port)
                 .await

@@ -4,9 +4,12 @@
 //!
 //! [`BrowserTools`] holds the running browsers by session. `browser_open` starts the
 //! session's browser (temporary profile, `browser_executable` or `PATH`); the runtime calls
-//! [`crate::Tool::run_ended`] when a top-level run ends, which closes it and deletes the
-//! profile. Every request the browser makes is checked by [`UrlGuard`], `web_fetch`'s
-//! public-address check ([`super::web_guard::vet`]), with the same test-only exception.
+//! [`crate::Tool::run_ended`] when a top-level run ends, which closes it (and its proxy) and
+//! deletes the profile. [`UrlGuard`] is the browser's guard, `web_fetch`'s public-address
+//! check with the same test-only exception: for every request's URL
+//! ([`super::web_guard::vet`]) and for every connection the browser's proxy is asked to
+//! open ([`super::web_guard::vet_host`]: resolved once, the vetted addresses the only ones
+//! connected to).
 //!
 //! Permissions: opening a page reaches the network like `web_fetch` (asked in `ask` mode);
 //! clicking, typing and selecting can submit forms and are asked like writes; extracting,
@@ -15,22 +18,23 @@
 mod tools;
 
 use std::collections::HashMap;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use lumina_browser::{Browser, RequestGuard};
+use lumina_browser::{Browser, Connection, RequestGuard};
 use tokio::sync::OwnedMutexGuard;
 
-use super::web_guard::{vet, Resolver, SystemResolver};
+use super::web_guard::{vet, vet_host, Resolver, SystemResolver};
 use crate::{Tool, ToolContext, ToolOutput};
 
 pub use tools::{NAMES, SCREENSHOT_DIR};
 
 /// The `web_fetch` guard as the browser's [`RequestGuard`]: http(s) and ws(s) requests go
 /// to public addresses only (or the one test exception); `data:`, `blob:` and `about:`
-/// URLs need no network; every other scheme (`file:`, `chrome:`, …) is refused.
+/// URLs need no network; every other scheme (`file:`, `chrome:`, …) is refused. The
+/// proxy's connections get the same address check, on the addresses it will connect to.
 pub struct UrlGuard {
     resolver: Arc<dyn Resolver>,
     exception: Option<SocketAddr>,
@@ -52,6 +56,29 @@ impl RequestGuard for UrlGuard {
             other => Some(format!(
                 "`{other}:` URLs are not allowed (only http, https, ws and wss)"
             )),
+        }
+    }
+
+    async fn connection(&self, host: &str, port: u16) -> Connection {
+        // Chromium names the host as its URL had it: a name, or an address in text (IPv6
+        // with or without brackets). Parsed as a URL's host, so every spelling of an
+        // address (`127.1`, `0x7f.0.0.1`) is that address.
+        let parsed = match host.parse::<IpAddr>() {
+            Ok(IpAddr::V4(ip)) => url::Host::Ipv4(ip),
+            Ok(IpAddr::V6(ip)) => url::Host::Ipv6(ip),
+            Err(_) => match url::Host::parse(host) {
+                Ok(parsed) => parsed,
+                Err(e) => return Connection::Refused(format!("invalid host {host:?}: {e}")),
+            },
+        };
+        let host = match &parsed {
+            url::Host::Domain(name) => url::Host::Domain(name.as_str()),
+            url::Host::Ipv4(ip) => url::Host::Ipv4(*ip),
+            url::Host::Ipv6(ip) => url::Host::Ipv6(*ip),
+        };
+        match vet_host(self.resolver.as_ref(), host, port, self.exception).await {
+            Ok(vetted) => Connection::To(vetted.addrs),
+            Err(refusal) => Connection::Refused(refusal.0),
         }
     }
 }
@@ -124,6 +151,19 @@ impl BrowserTools {
     /// The seven tools, sharing this set of browsers.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         tools::all(self)
+    }
+
+    /// The guard every browser of these tools uses (its requests and its proxy's
+    /// connections), with the test exception when one was set.
+    pub fn guard(&self) -> Arc<UrlGuard> {
+        self.kit.guard.clone()
+    }
+
+    /// Where the proxy of the session's running browser listens, if one runs.
+    pub async fn proxy_addr(&self, session_id: &str) -> Option<SocketAddr> {
+        let slot = self.slot(session_id, false)?;
+        let browser = slot.lock().await;
+        browser.as_ref().and_then(Browser::proxy_addr)
     }
 
     /// The temporary profile of the session's running browser, if one runs.

@@ -164,7 +164,7 @@ fn schema(kind: Kind) -> Value {
 
 fn description(kind: Kind) -> &'static str {
     match kind {
-        Kind::Open => "Open a public web page in a headless browser (the session's own, started on first use with an empty profile) and wait for it to load. Private, loopback and link-local addresses are refused, for the page and for everything it loads. Then read it with browser_extract and act with browser_click, browser_type and browser_select.",
+        Kind::Open => "Open a public web page in a headless browser (the session's own, started on first use with an empty profile) and wait for it to load. Private, loopback and link-local addresses are refused, for the page and for everything it loads or connects to. Then read it with browser_extract and act with browser_click, browser_type and browser_select.",
         Kind::Click => "Click an element of the active tab (by CSS selector or by ref from browser_extract) with the mouse, and wait for a page it opens to load.",
         Kind::Type => "Type text into an input, text area or editable element of the active tab (by CSS selector or ref); optionally clear it first and press Enter afterwards to submit.",
         Kind::Select => "Choose an option of a <select> element of the active tab (by CSS selector or ref), by the option's value or visible text.",
@@ -454,7 +454,7 @@ fn page_output(done: String, state: &PageState) -> ToolOutput {
     if !state.blocked.is_empty() {
         let _ = write!(
             out,
-            "\nBlocked {} request(s) (not sent; only public addresses may be reached):",
+            "\nBlocked {} request(s) or connection(s) (not sent; only public addresses may be reached):",
             state.blocked.len()
         );
         for b in state.blocked.iter().take(20) {
