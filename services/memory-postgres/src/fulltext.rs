@@ -47,7 +47,11 @@ pub(crate) async fn fulltext_stats(
 /// body or window holds it (counted from the term frequencies, with no second match).
 /// The query's lexemes are picked out of each `tsvector` in C (`setweight` marks them,
 /// `ts_filter` keeps them: the stored vectors carry no weights) rather than by unnesting
-/// every lexeme, which halves the query's time. Lengths are distinct lexemes.
+/// every lexeme, which halves the query's time. Lengths are distinct lexemes. Only rows up to
+/// the view's last indexed event count (a generation's windows may already cover later
+/// ones), and the IDF's logarithm is never taken of a ratio at or below 1 (the floor
+/// applies there anyway): a word in more rows than the statistics counted scores the floor
+/// instead of failing the query.
 const FULLTEXT_BM25: &str = "
 WITH terms AS (
     SELECT lex FROM unnest(tsvector_to_array(to_tsvector('english', $3))) AS lex
@@ -58,7 +62,7 @@ matched AS (
       AND body_tsv @@ to_tsquery('english', $5)
     UNION
     SELECT event_id FROM memory_windows
-    WHERE tenant = $1 AND generation = $6 AND space = $2
+    WHERE tenant = $1 AND generation = $6 AND space = $2 AND event_id <= $4
       AND window_tsv @@ to_tsquery('english', $5)
 ),
 docs AS MATERIALIZED (
@@ -82,7 +86,7 @@ lens AS (
     SELECT event_id, (length(body_tsv) + length(window_tsv))::float8 AS dl FROM docs
 )
 SELECT per.event_id,
-       sum(greatest(ln(($7::float8 - dfs.df + 0.5) / (dfs.df + 0.5)), 1e-6)
+       sum(greatest(ln(greatest(($7::float8 - dfs.df + 0.5) / (dfs.df + 0.5), 1.0)), 1e-6)
            * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * dl / $8::float8)))::float4 AS s
 FROM per JOIN lens ON lens.event_id = per.event_id JOIN dfs ON dfs.lex = per.lex
 GROUP BY per.event_id
