@@ -110,9 +110,25 @@ pub struct RemoteCard {
     #[serde(default)]
     pub name: String,
     #[serde(default)]
+    pub description: String,
+    /// The agent's own version.
+    #[serde(default)]
+    pub version: String,
+    #[serde(default)]
     pub supported_interfaces: Vec<RemoteInterface>,
     #[serde(default)]
     pub capabilities: RemoteCapabilities,
+    #[serde(default)]
+    pub skills: Vec<RemoteSkill>,
+}
+
+/// A skill of a card, as far as a listing needs it.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+pub struct RemoteSkill {
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub name: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
@@ -137,6 +153,8 @@ pub struct RemoteCapabilities {
 pub struct Endpoint {
     pub url: String,
     pub streaming: bool,
+    /// The interface's `protocolVersion` (1.x).
+    pub protocol_version: String,
 }
 
 impl RemoteCard {
@@ -157,6 +175,7 @@ impl RemoteCard {
         Ok(Endpoint {
             url: interface.url.clone(),
             streaming: self.capabilities.streaming.unwrap_or(false),
+            protocol_version: interface.protocol_version.clone(),
         })
     }
 }
@@ -662,7 +681,8 @@ mod tests {
             card.endpoint().unwrap(),
             Endpoint {
                 url: "https://a/rpc".into(),
-                streaming: true
+                streaming: true,
+                protocol_version: "1.0".into(),
             }
         );
         let bare: RemoteCard = serde_json::from_value(json!({"name": "y"})).unwrap();

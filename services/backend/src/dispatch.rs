@@ -105,7 +105,8 @@ async fn dispatch(conn: &Arc<Conn>, frame: ClientFrame) -> Dispatched {
         | Method::TeamEnter
         | Method::TeamExit
         | Method::TeamCreate
-        | Method::SkillList => profile.call(&conn.identity, method, frame.params).await,
+        | Method::SkillList
+        | Method::A2aPeers => profile.call(&conn.identity, method, frame.params).await,
     };
     Dispatched::Reply(reply)
 }

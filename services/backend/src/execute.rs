@@ -181,6 +181,7 @@ pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, param
             let session = runtime.session(&p.session_id).await.map_err(rt)?;
             ok(session.team_exit().await.map_err(rt)?)
         }
+        Method::A2aPeers => ok(crate::peers::list(runtime, parse(params)?).await?),
         Method::AuditList => {
             let p: AuditListParams = parse(params)?;
             ok(crate::audit::list(&**runtime.store(), runtime.tenant(), p).await?)

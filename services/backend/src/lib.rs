@@ -19,6 +19,7 @@ pub mod limits;
 pub mod local;
 pub mod mcp;
 pub mod mcp_server;
+pub mod peers;
 pub mod memory_setup;
 pub mod metered;
 pub mod metrics;

@@ -2,6 +2,7 @@
 //! WebSocket endpoint `/v1/ws`. Types only — no I/O, no business logic. `docs/protocol.md`
 //! is the prose version of this crate.
 
+pub mod a2a;
 pub mod audit;
 pub mod confinement;
 pub mod error;

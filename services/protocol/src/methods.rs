@@ -7,6 +7,9 @@ use crate::state::{RunStatus, SessionStatus};
 use crate::table::Method;
 use crate::{EventFrame, GoalBudgets, GoalState, GoalUsage, Usage};
 
+pub use crate::a2a::{
+    A2aPeerInfo, A2aPeersParams, A2aPeersResult, CardSkill, CardSummary, PeerAuth, Reachability,
+};
 pub use crate::audit::{AuditEntry, AuditListParams, AuditListResult};
 pub use crate::skill::{SkillInfo, SkillListParams, SkillListResult, SkillSource};
 pub use crate::team::{
@@ -37,6 +40,7 @@ pub const TEAM_ENTER: &str = Method::TeamEnter.name();
 pub const TEAM_EXIT: &str = Method::TeamExit.name();
 pub const TEAM_CREATE: &str = Method::TeamCreate.name();
 pub const SKILL_LIST: &str = Method::SkillList.name();
+pub const A2A_PEERS: &str = Method::A2aPeers.name();
 pub const ADMIN_DRAIN: &str = Method::AdminDrain.name();
 pub const ADMIN_SHUTDOWN: &str = Method::AdminShutdown.name();
 

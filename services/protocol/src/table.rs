@@ -159,6 +159,9 @@ macro_rules! for_each_method {
             AuditList audit_list "audit.list" ($crate::methods::AuditListParams)
                 -> $crate::methods::AuditListResult, Admin, Store,
                 "the tenant's permission decisions, newest first";
+            A2aPeers a2a_peers "a2a.peers" ($crate::methods::A2aPeersParams)
+                -> $crate::methods::A2aPeersResult, Read, Any,
+                "the A2A agents this deployment may delegate to, with their cards and reachability";
         }
     };
 }

@@ -173,6 +173,29 @@ impl Runtime {
         self
     }
 
+    /// The A2A client of `a2a_delegate` and remote team members (its card cache is shared
+    /// with every clone).
+    pub fn a2a_client(&self) -> &lumina_a2a::A2aClient {
+        &self.shared.a2a
+    }
+
+    /// The settings a run in the project of `session_id` (else `project_root`, else none)
+    /// starts from: the layered files and the environment, without a submit's overrides.
+    pub async fn listing_settings(
+        &self,
+        session_id: Option<&str>,
+        project_root: Option<&str>,
+    ) -> Result<lumina_config::Settings> {
+        let project = self.listing_project(session_id, project_root).await?;
+        lumina_config::load(
+            &self.options.app_root,
+            project.as_deref(),
+            &self.options.env,
+            &Default::default(),
+        )
+        .map_err(|e| Error::Settings(settings::SettingsError::Load(e)))
+    }
+
     /// The MCP manager, when the runtime has one.
     pub fn mcp(&self) -> Option<&lumina_mcp::McpManager> {
         self.shared.mcp.as_ref()

@@ -47,6 +47,7 @@ pub const ASSETS: &[Asset] = &[
     asset!("teampicker.js", "text/javascript; charset=utf-8"),
     asset!("delegates.js", "text/javascript; charset=utf-8"),
     asset!("skills.js", "text/javascript; charset=utf-8"),
+    asset!("peers.js", "text/javascript; charset=utf-8"),
 ];
 
 /// Sets the security headers of every console response.

@@ -1,5 +1,6 @@
 // The console's entry point: sign-in, the connection and the page router
-// (#/ sessions, #/session/<id> a session, #/skills[/<session id>] the skills). See
+// (#/ sessions, #/session/<id> a session, #/skills[/<session id>] the skills, #/peers the
+// A2A peers). See
 // docs/console.md.
 
 import { Connection } from './connection.js';
@@ -7,6 +8,7 @@ import { h, clear } from './dom.js';
 import { sessionsPage } from './sessions.js';
 import { sessionPage } from './session.js';
 import { skillsPage } from './skills.js';
+import { peersPage } from './peers.js';
 
 const main = document.getElementById('main');
 const connLabel = document.getElementById('conn');
@@ -75,6 +77,7 @@ function route() {
   const skills = hash.match(/^#\/skills(?:\/([\w-]+))?$/);
   if (m) page = sessionPage(main, conn, m[1]);
   else if (skills) page = skillsPage(main, conn, skills[1] || null);
+  else if (hash === '#/peers') page = peersPage(main, conn);
   else page = sessionsPage(main, conn);
 }
 
