@@ -10,6 +10,7 @@ pub(crate) mod cdp;
 mod console;
 mod delegate;
 mod flows;
+mod peers;
 mod restart;
 mod skills_budgets;
 mod team;

@@ -6,6 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod a2a;
+mod a2a_peers;
 mod a2a_postgres;
 mod agent;
 mod audit;

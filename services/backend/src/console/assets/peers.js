@@ -58,9 +58,8 @@ function peerCard(p) {
   const state = up
     ? `reachable · ${p.cached ? 'card cached' : p.latency_ms + ' ms'}`
     : 'unreachable';
-  const titleId = 'peer-' + p.name;
-  return h('li', { class: 'peer card', 'data-peer': p.name, 'aria-labelledby': titleId },
-    h('h2', { id: titleId }, p.name, ' ',
+  return h('li', { class: 'peer card', 'data-peer': p.name },
+    h('h2', {}, p.name, ' ',
       h('span', { class: 'badge peer-state ' + p.state }, state)),
     h('dl', { class: 'peer-facts' },
       h('dt', {}, 'URL'), h('dd', { class: 'peer-url' }, p.url),

@@ -12,6 +12,7 @@ mod conversation;
 mod failover;
 mod memory;
 mod memory_compile;
+mod peers;
 mod rag;
 mod routing;
 mod support;
