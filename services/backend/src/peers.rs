@@ -23,7 +23,10 @@ use crate::execute::rt;
 pub const CARD_TIMEOUT: Duration = Duration::from_secs(4);
 
 /// `a2a.peers` on `runtime`: its settings for the project, its A2A client.
-pub async fn list(runtime: &Runtime, params: A2aPeersParams) -> Result<A2aPeersResult, ErrorObject> {
+pub async fn list(
+    runtime: &Runtime,
+    params: A2aPeersParams,
+) -> Result<A2aPeersResult, ErrorObject> {
     let settings = runtime
         .listing_settings(params.session_id.as_deref(), params.project_root.as_deref())
         .await

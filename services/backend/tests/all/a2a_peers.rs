@@ -160,11 +160,7 @@ async fn peers_are_listed_with_their_cards_or_why_they_cannot_be_reached() {
         })
         .await
         .unwrap();
-    let names: Vec<&str> = with_session
-        .peers
-        .iter()
-        .map(|p| p.name.as_str())
-        .collect();
+    let names: Vec<&str> = with_session.peers.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["closed", "remote", "silent"]);
     let err = client
         .calls()

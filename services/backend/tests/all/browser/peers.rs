@@ -70,8 +70,10 @@ async fn the_peers_page_shows_each_peer_with_its_card_or_why_not() {
         json!({"type": "keyUp", "key": "Enter", "code": "Enter", "windowsVirtualKeyCode": 13}),
     )
     .await;
-    page.wait_for("location.hash === '#/peers' && document.querySelectorAll('#peers li.peer').length === 2")
-        .await;
+    page.wait_for(
+        "location.hash === '#/peers' && document.querySelectorAll('#peers li.peer').length === 2",
+    )
+    .await;
 
     let shown = cards(&page).await;
     assert_eq!(shown[0]["name"], "offline", "{shown}");
@@ -99,7 +101,11 @@ async fn the_peers_page_shows_each_peer_with_its_card_or_why_not() {
         shown[1]["agent"].as_str().unwrap().starts_with("Lumina"),
         "{shown}"
     );
-    assert_eq!(shown[1]["skills"], json!(["Agent run agent-run"]), "{shown}");
+    assert_eq!(
+        shown[1]["skills"],
+        json!(["Agent run agent-run"]),
+        "{shown}"
+    );
     assert_eq!(shown[1]["reason"], Value::Null, "{shown}");
     let text = page.eval("document.body.textContent").await;
     assert!(!text.as_str().unwrap().contains(TOKEN));
