@@ -145,6 +145,9 @@ macro_rules! for_each_method {
             TeamCreate team_create "team.create" ($crate::methods::TeamCreateParams)
                 -> $crate::methods::TeamCreateResult, Write, Any,
                 "creates a user team from the template";
+            DelegateRetry delegate_retry "delegate.retry" ($crate::methods::DelegateRetryParams)
+                -> $crate::methods::DelegateRetryResult, Write, Owner,
+                "retries an `a2a_delegate` call parked while its agent was unreachable";
             SkillList skill_list "skill.list" ($crate::methods::SkillListParams)
                 -> $crate::methods::SkillListResult, Read, Any,
                 "the skills a prompt can invoke (with a session: its project's too)";
