@@ -770,3 +770,6 @@ pub(crate) async fn merge_metadata(sink: &EventSink, metadata: serde_json::Value
     task.metadata = Some(serde_json::Value::Object(merged));
     sink.shared.store.save(&sink.owner, &task).await
 }
+
+#[cfg(test)]
+mod advance_tests;
