@@ -294,7 +294,11 @@ impl Tracker {
         self.context_id = Some(task.context_id);
         self.state = Some(task.status.state);
         self.restarted = task.status.state.is_interrupted()
-            && task.status.message.as_ref().is_some_and(interrupted_by_restart);
+            && task
+                .status
+                .message
+                .as_ref()
+                .is_some_and(interrupted_by_restart);
         if let Some(text) = Self::status_text(task.status.message.as_ref()) {
             self.message = Some(text);
         }

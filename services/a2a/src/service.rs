@@ -266,10 +266,7 @@ impl A2aService {
             return Ok(task);
         }
         let task = self.refresh_once(principal, task).await?;
-        if advance == Advance::No
-            || !task.status.state.is_interrupted()
-            || self.is_running(id)
-        {
+        if advance == Advance::No || !task.status.state.is_interrupted() || self.is_running(id) {
             return Ok(task);
         }
         if let Err(err) = self.shared.executor.advance(&task, principal).await {

@@ -32,10 +32,10 @@ use lumina_a2a::{A2aClient, Target};
 use lumina_config::Settings;
 use lumina_protocol::methods::{DelegateRetryResult, DelegateRetryState};
 use lumina_protocol::{DelegateStep, Event};
-use tokio::sync::oneshot;
 use lumina_tools::{ToolDescriptor, ToolOutput};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tokio::sync::oneshot;
 
 use crate::run::RunContext;
 
@@ -336,10 +336,7 @@ async fn park(
     answer: Option<oneshot::Sender<DelegateRetryResult>>,
 ) -> Woken {
     let (wake, woken) = oneshot::channel();
-    ctx.session
-        .lock()
-        .parked
-        .insert(call_id.to_owned(), wake);
+    ctx.session.lock().parked.insert(call_id.to_owned(), wake);
     let _parked = Parked { ctx, call_id };
     let reason = lost.unreachable.clone().unwrap_or_default();
     steps

@@ -105,7 +105,13 @@ async fn get_task_advances_an_interrupted_task_once_and_cancel_does_not() {
     };
     assert_eq!(first.status.state, TaskState::InputRequired);
     let canceled = service
-        .cancel(&p, TaskIdRequest { id: first.id.clone(), metadata: None })
+        .cancel(
+            &p,
+            TaskIdRequest {
+                id: first.id.clone(),
+                metadata: None,
+            },
+        )
         .await
         .unwrap();
     assert_eq!(canceled.status.state, TaskState::Canceled);

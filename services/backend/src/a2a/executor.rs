@@ -206,9 +206,10 @@ impl Change {
     fn stops(&self) -> bool {
         match self {
             Change::Status(state, _) => state.is_terminal(),
-            Change::Waiting(..) | Change::Completed(_) | Change::Parked(..) | Change::Restarted(_) => {
-                true
-            }
+            Change::Waiting(..)
+            | Change::Completed(_)
+            | Change::Parked(..)
+            | Change::Restarted(_) => true,
             Change::Resumed => false,
         }
     }

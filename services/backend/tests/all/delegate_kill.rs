@@ -125,7 +125,13 @@ async fn a_delegation_parked_by_a_killed_agent_completes_when_it_is_back() {
         .local_addr()
         .unwrap()
         .port();
-    let mut b = spawn_b(&b_app, &b_project, &b_model.base_url(), port, &keys.public_key);
+    let mut b = spawn_b(
+        &b_app,
+        &b_project,
+        &b_model.base_url(),
+        port,
+        &keys.public_key,
+    );
 
     // A: knows B as peer `remote`, signs as `caller`, may delegate without asking.
     let a = Harness::start_with(
@@ -207,7 +213,13 @@ async fn a_delegation_parked_by_a_killed_agent_completes_when_it_is_back() {
     assert_eq!(a.model.request_count(), 1);
 
     // B is back on the same port and data: the next reads retry it and complete the task.
-    let mut b = spawn_b(&b_app, &b_project, &b_model.base_url(), port, &keys.public_key);
+    let mut b = spawn_b(
+        &b_app,
+        &b_project,
+        &b_model.base_url(),
+        port,
+        &keys.public_key,
+    );
     let done = until_state(&a_base, &a.token, &task_id, "TASK_STATE_COMPLETED").await;
     assert_eq!(
         done["artifacts"][0]["parts"][0]["text"], "A reports: done",
@@ -221,7 +233,10 @@ async fn a_delegation_parked_by_a_killed_agent_completes_when_it_is_back() {
     let (tool, is_error, output) = &outputs[0];
     assert_eq!(tool, "a2a_delegate");
     assert!(!is_error, "{output}");
-    assert!(output.contains("B's artifact: the answer is 42"), "{output}");
+    assert!(
+        output.contains("B's artifact: the answer is 42"),
+        "{output}"
+    );
     assert_eq!(a.model.request_count(), 2);
 
     // One remote task, continued in place: every step names the same task, and B's one

@@ -46,7 +46,11 @@ impl RuntimeExecutor {
     /// [`lumina_a2a::Executor::advance`]: retries a parked delegation; when the agent
     /// answered, waits (bounded) until the run stops again, so the read that follows sees
     /// the task completed — or waiting again, with the new reason.
-    pub(super) async fn advance_parked(&self, task: &Task, identity: &Identity) -> Result<(), Error> {
+    pub(super) async fn advance_parked(
+        &self,
+        task: &Task,
+        identity: &Identity,
+    ) -> Result<(), Error> {
         let Some(progress) = Progress::of(task).filter(|p| p.parked_call.is_some()) else {
             return Ok(());
         };
@@ -126,32 +130,80 @@ mod tests {
 
     #[test]
     fn a_parked_delegation_is_input_required_with_its_reason() {
-        let change = translate(&frame(5, delegate(DelegateStep::Waiting, "call-1")), "r", None, "t", "c");
+        let change = translate(
+            &frame(5, delegate(DelegateStep::Waiting, "call-1")),
+            "r",
+            None,
+            "t",
+            "c",
+        );
         let Some(Change::Parked(call, message)) = &change else {
             panic!("not parked");
         };
         assert_eq!(call, "call-1");
         let text = message.text();
-        assert!(text.contains("`b` is unreachable: connection refused"), "{text}");
+        assert!(
+            text.contains("`b` is unreachable: connection refused"),
+            "{text}"
+        );
         assert!(text.contains("remote-1"), "{text}");
         assert_eq!(state(change), Some((TaskState::InputRequired, true)));
         // Another run's step changes nothing.
-        assert!(translate(&frame(5, delegate(DelegateStep::Waiting, "call-1")), "other", None, "t", "c").is_none());
+        assert!(translate(
+            &frame(5, delegate(DelegateStep::Waiting, "call-1")),
+            "other",
+            None,
+            "t",
+            "c"
+        )
+        .is_none());
     }
 
     #[test]
     fn the_agent_answering_again_resumes_only_the_parked_call() {
-        for step in [DelegateStep::Sent, DelegateStep::Status, DelegateStep::Artifact, DelegateStep::Ended] {
-            let change = translate(&frame(6, delegate(step, "call-1")), "r", Some("call-1"), "t", "c");
+        for step in [
+            DelegateStep::Sent,
+            DelegateStep::Status,
+            DelegateStep::Artifact,
+            DelegateStep::Ended,
+        ] {
+            let change = translate(
+                &frame(6, delegate(step, "call-1")),
+                "r",
+                Some("call-1"),
+                "t",
+                "c",
+            );
             assert_eq!(state(change), Some((TaskState::Working, false)), "{step:?}");
         }
         // The retry's own failed attempt (card, unreachable) is not progress.
         for step in [DelegateStep::Card, DelegateStep::Unreachable] {
-            assert!(translate(&frame(6, delegate(step, "call-1")), "r", Some("call-1"), "t", "c").is_none());
+            assert!(translate(
+                &frame(6, delegate(step, "call-1")),
+                "r",
+                Some("call-1"),
+                "t",
+                "c"
+            )
+            .is_none());
         }
         // Not parked, or another call: the steps of a delegation that is followed.
-        assert!(translate(&frame(6, delegate(DelegateStep::Status, "call-1")), "r", None, "t", "c").is_none());
-        assert!(translate(&frame(6, delegate(DelegateStep::Status, "call-2")), "r", Some("call-1"), "t", "c").is_none());
+        assert!(translate(
+            &frame(6, delegate(DelegateStep::Status, "call-1")),
+            "r",
+            None,
+            "t",
+            "c"
+        )
+        .is_none());
+        assert!(translate(
+            &frame(6, delegate(DelegateStep::Status, "call-2")),
+            "r",
+            Some("call-1"),
+            "t",
+            "c"
+        )
+        .is_none());
     }
 
     #[test]

@@ -392,7 +392,14 @@ async fn a_task_reads_right_after_its_owner_is_killed() {
     // The survivor takes the session over and journals the interruption (crash recovery):
     // the task reads input-required, marked as interrupted by a restart — a message on it
     // would continue it (docs/a2a.md).
-    let read = until_state(&cluster, 0, &token, &task["id"], "TASK_STATE_INPUT_REQUIRED").await;
+    let read = until_state(
+        &cluster,
+        0,
+        &token,
+        &task["id"],
+        "TASK_STATE_INPUT_REQUIRED",
+    )
+    .await;
     eprintln!(
         "the task read input-required {:?} after kill -9",
         killed.elapsed()
