@@ -7,8 +7,11 @@
 //! the lume-a2a seed's `observe_delegate`.
 //!
 //! A remote agent that cannot be reached (card, address, connection, credentials, time
-//! limit) is an [`Outcome`] with state input-required and the reason: the caller decides
-//! what to do; nothing is ever run locally instead.
+//! limit) is an [`Outcome`] with state input-required and the reason (and the remote task's
+//! id when it had one): the caller decides what to do; nothing is ever run locally instead.
+//! [`resume`] picks such a task up again: it asks where the task stands and, when the agent
+//! restarted under it (a status message marked by [`restart_marker`]), sends the original
+//! message on the same task to continue it in place — never a new task.
 
 use std::time::{Duration, Instant};
 
@@ -27,6 +30,28 @@ pub struct Request {
     pub text: Option<String>,
     pub task_id: Option<String>,
     pub context_id: Option<String>,
+}
+
+/// The key of a status message's metadata that says why a task is interrupted.
+const INTERRUPTED_KEY: &str = "interrupted";
+/// Its value when the agent restarted while the task ran (Lumina's crash recovery).
+const INTERRUPTED_BY_RESTART: &str = "restart";
+
+/// The metadata of a status message saying the task is input-required because the agent
+/// restarted while it ran: a message on the same task continues it. Lumina's executor
+/// marks such tasks; [`resume`] recognises them.
+pub fn restart_marker() -> serde_json::Value {
+    serde_json::json!({ INTERRUPTED_KEY: INTERRUPTED_BY_RESTART })
+}
+
+/// Whether `message` carries [`restart_marker`].
+pub fn interrupted_by_restart(message: &Message) -> bool {
+    message
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get(INTERRUPTED_KEY))
+        .and_then(serde_json::Value::as_str)
+        == Some(INTERRUPTED_BY_RESTART)
 }
 
 /// A step of a delegation, as it happens.
@@ -89,18 +114,30 @@ pub struct Outcome {
     pub message: Option<String>,
     pub artifacts: Vec<Artifact>,
     pub unreachable: Option<String>,
+    /// The task is input-required because the agent restarted while it ran
+    /// ([`restart_marker`]): a message on it continues it.
+    pub restarted: bool,
 }
 
 impl Outcome {
-    fn unreachable(reason: String) -> Self {
+    /// Unreachable; `task_id` / `context_id`: the remote task the call had been following,
+    /// if any (it may still run there).
+    fn unreachable(reason: String, task_id: Option<String>, context_id: Option<String>) -> Self {
         Self {
             state: TaskState::InputRequired,
-            task_id: None,
-            context_id: None,
+            task_id,
+            context_id,
             message: None,
             artifacts: Vec::new(),
             unreachable: Some(reason),
+            restarted: false,
         }
+    }
+
+    /// Unreachable while a remote task was being followed: a retry can pick the task up
+    /// ([`resume`]) instead of sending anything new.
+    pub fn lost_task(&self) -> Option<&str> {
+        self.unreachable.as_ref().and(self.task_id.as_deref())
     }
 
     /// Whether the delegation failed: unreachable, or the task failed, was rejected or
@@ -237,6 +274,7 @@ struct Tracker {
     message: Option<String>,
     artifacts: Vec<Artifact>,
     direct: bool,
+    restarted: bool,
 }
 
 impl Tracker {
@@ -255,6 +293,12 @@ impl Tracker {
         self.task_id = Some(task.id);
         self.context_id = Some(task.context_id);
         self.state = Some(task.status.state);
+        self.restarted = task.status.state.is_interrupted()
+            && task
+                .status
+                .message
+                .as_ref()
+                .is_some_and(interrupted_by_restart);
         if let Some(text) = Self::status_text(task.status.message.as_ref()) {
             self.message = Some(text);
         }
@@ -302,6 +346,12 @@ impl Tracker {
                 self.task_id.get_or_insert(update.task_id);
                 self.context_id.get_or_insert(update.context_id);
                 self.state = Some(update.status.state);
+                self.restarted = update.status.state.is_interrupted()
+                    && update
+                        .status
+                        .message
+                        .as_ref()
+                        .is_some_and(interrupted_by_restart);
                 let text = Self::status_text(update.status.message.as_ref());
                 if let Some(text) = &text {
                     self.message = Some(text.clone());
@@ -344,6 +394,7 @@ impl Tracker {
             message: self.message,
             artifacts: self.artifacts,
             unreachable: None,
+            restarted: self.restarted,
         }
     }
 }
@@ -371,21 +422,23 @@ pub async fn follow(
 ) -> Outcome {
     let started = Instant::now();
     let remaining = || limit.saturating_sub(started.elapsed());
-    let unreachable = |reason: String| async move {
+    // A task the request names is the one a retry can pick up, even when the card fails.
+    let known = (request.task_id.clone(), request.context_id.clone());
+    let unreachable = |reason: String, task: (Option<String>, Option<String>)| async move {
         steps
             .step(Step::Unreachable {
                 reason: reason.clone(),
             })
             .await;
-        Outcome::unreachable(reason)
+        Outcome::unreachable(reason, task.0, task.1)
     };
     let (card, cached) = match client.card(target).await {
         Ok(card) => card,
-        Err(e) => return unreachable(format!("its card: {e}")).await,
+        Err(e) => return unreachable(format!("its card: {e}"), known).await,
     };
     let endpoint = match card.endpoint() {
         Ok(endpoint) => endpoint,
-        Err(e) => return unreachable(e.to_string()).await,
+        Err(e) => return unreachable(e.to_string(), known).await,
     };
     steps
         .step(Step::Card {
@@ -465,7 +518,11 @@ pub async fn follow(
             }
             None => error.to_string(),
         };
-        return unreachable(reason).await;
+        let task = match tracker.task_id.clone() {
+            Some(id) => (Some(id), tracker.context_id.clone()),
+            None => known,
+        };
+        return unreachable(reason, task).await;
     }
     let outcome = tracker.outcome();
     steps
@@ -476,6 +533,46 @@ pub async fn follow(
         })
         .await;
     outcome
+}
+
+/// Picks up the remote task `task_id` that a call lost when the agent became unreachable:
+/// asks where it stands (following it while it works, for at most `limit`); when the agent
+/// restarted under it ([`restart_marker`]) and `text` — the message the task was sent
+/// with — is given, sends it again *on the same task*, which continues it in place. Never
+/// a new task: the remote agent does not run the work twice.
+pub async fn resume(
+    client: &A2aClient,
+    target: &Target,
+    task_id: &str,
+    text: Option<String>,
+    limit: Duration,
+    steps: &dyn Steps,
+) -> Outcome {
+    let started = Instant::now();
+    let check = Request {
+        text: None,
+        task_id: Some(task_id.to_owned()),
+        context_id: None,
+    };
+    let outcome = follow(client, target, check, limit, steps).await;
+    match text {
+        Some(text) if outcome.restarted && outcome.unreachable.is_none() => {
+            let again = Request {
+                text: Some(text),
+                task_id: Some(task_id.to_owned()),
+                context_id: outcome.context_id.clone(),
+            };
+            follow(
+                client,
+                target,
+                again,
+                limit.saturating_sub(started.elapsed()),
+                steps,
+            )
+            .await
+        }
+        _ => outcome,
+    }
 }
 
 /// Checks on an existing task: one `GetTask`; if it is still going and the agent streams,
@@ -613,9 +710,56 @@ mod tests {
         assert!(!outcome.is_error());
     }
 
+    fn status(state: TaskState, metadata: Option<serde_json::Value>) -> StreamResponse {
+        let mut message = Message::agent(vec![Part::text("why")], Some("t"), Some("c"));
+        message.metadata = metadata;
+        StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
+            task_id: "t".into(),
+            context_id: "c".into(),
+            status: TaskStatus {
+                state,
+                message: Some(message),
+                timestamp: None,
+            },
+            metadata: None,
+        })
+    }
+
+    #[test]
+    fn only_a_marked_interruption_is_a_restart() {
+        // A question from the agent is not a restart: answering it with the original
+        // message would be wrong.
+        let mut t = Tracker::default();
+        t.apply(status(TaskState::InputRequired, None));
+        assert!(t.done());
+        assert!(!t.outcome().restarted);
+
+        let mut t = Tracker::default();
+        t.apply(status(TaskState::InputRequired, Some(restart_marker())));
+        let outcome = t.outcome();
+        assert!(outcome.restarted);
+        assert_eq!(outcome.task_id.as_deref(), Some("t"));
+        assert_eq!(outcome.lost_task(), None);
+
+        // Working again after the marked status: no longer a restart.
+        let mut t = Tracker::default();
+        t.apply(status(TaskState::InputRequired, Some(restart_marker())));
+        t.apply(status(TaskState::Working, Some(restart_marker())));
+        assert!(!t.outcome().restarted);
+    }
+
+    #[test]
+    fn an_unreachable_agent_keeps_the_task_it_was_following() {
+        let lost = Outcome::unreachable("stream cut".into(), Some("t".into()), Some("c".into()));
+        assert_eq!(lost.lost_task(), Some("t"));
+        assert!(lost.is_error());
+        let never_sent = Outcome::unreachable("refused".into(), None, None);
+        assert_eq!(never_sent.lost_task(), None);
+    }
+
     #[test]
     fn unreachable_is_input_required_with_the_reason() {
-        let outcome = Outcome::unreachable("cannot reach https://x: refused".into());
+        let outcome = Outcome::unreachable("cannot reach https://x: refused".into(), None, None);
         assert_eq!(outcome.state, TaskState::InputRequired);
         assert!(outcome.is_error());
         let report = outcome.report("x", Duration::ZERO);

@@ -93,6 +93,16 @@ pub trait Executor: Send + Sync + 'static {
     ) -> Result<()> {
         Ok(())
     }
+
+    /// Advances a stored, interrupted task (input-required) that no execution follows and
+    /// whose work can go on without a new message — the runtime executor's delegation
+    /// parked while its remote agent was unreachable: it retries the agent and waits a
+    /// bounded time for progress. Called by `GetTask` and `SubscribeToTask` (lazy
+    /// advancement: nothing polls in the background), after [`Executor::refresh`]; the
+    /// task is refreshed again afterwards. The default does nothing.
+    async fn advance(&self, _task: &Task, _principal: &Principal) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// Where an executor reports what happens to one task.

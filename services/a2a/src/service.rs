@@ -167,14 +167,14 @@ impl A2aService {
     /// `GetTask`.
     pub async fn get_task(&self, principal: &Principal, request: GetTaskRequest) -> Result<Task> {
         let history_length = check_history_length(request.history_length)?;
-        let task = self.refreshed(principal, &request.id).await?;
+        let task = self.refreshed(principal, &request.id, Advance::Yes).await?;
         Ok(trim_history(task, history_length))
     }
 
     /// `CancelTask`: the task as canceled.
     pub async fn cancel(&self, principal: &Principal, request: TaskIdRequest) -> Result<Task> {
         let owner = principal.owner.as_str();
-        let task = self.refreshed(principal, &request.id).await?;
+        let task = self.refreshed(principal, &request.id, Advance::No).await?;
         if task.status.state.is_terminal() {
             return Err(Error::TaskNotCancelable(format!(
                 "task {} is {}",
@@ -217,7 +217,7 @@ impl A2aService {
         request: TaskIdRequest,
     ) -> Result<EventStream> {
         let owner = principal.owner.as_str();
-        let task = self.refreshed(principal, &request.id).await?;
+        let task = self.refreshed(principal, &request.id, Advance::Yes).await?;
         if task.status.state.is_terminal() {
             return Err(Error::UnsupportedOperation(format!(
                 "task {} is {}: there is nothing to subscribe to",
@@ -257,20 +257,37 @@ impl A2aService {
     }
 
     /// The task, after the executor brought a task nobody is following up to date (lazy
-    /// advancement: e.g. after a restart, from the session journal).
-    async fn refreshed(&self, principal: &Principal, id: &str) -> Result<Task> {
+    /// advancement: e.g. after a restart, from the session journal) and, with
+    /// [`Advance::Yes`], advanced an interrupted one that can go on by itself
+    /// ([`Executor::advance`]).
+    async fn refreshed(&self, principal: &Principal, id: &str, advance: Advance) -> Result<Task> {
         let task = self.load(&principal.owner, id).await?;
         if task.status.state.is_terminal() || self.is_running(id) {
             return Ok(task);
         }
+        let task = self.refresh_once(principal, task).await?;
+        if advance == Advance::No || !task.status.state.is_interrupted() || self.is_running(id) {
+            return Ok(task);
+        }
+        if let Err(err) = self.shared.executor.advance(&task, principal).await {
+            tracing::warn!(task_id = %id, error = %err, "a2a task advance failed");
+        }
+        if self.is_running(id) {
+            return self.load(&principal.owner, id).await;
+        }
+        self.refresh_once(principal, task).await
+    }
+
+    /// One [`Executor::refresh`] of `task`, then the task as stored.
+    async fn refresh_once(&self, principal: &Principal, task: Task) -> Result<Task> {
         let sink = self.sink(&principal.owner, &task, None);
-        if let Some(channel) = self.shared.channel(id, true) {
+        if let Some(channel) = self.shared.channel(&task.id, true) {
             channel.created.store(true, Ordering::SeqCst);
         }
         if let Err(err) = self.shared.executor.refresh(&task, principal, sink).await {
-            tracing::warn!(task_id = %id, error = %err, "a2a task refresh failed");
+            tracing::warn!(task_id = %task.id, error = %err, "a2a task refresh failed");
         }
-        self.load(&principal.owner, id).await
+        self.load(&principal.owner, &task.id).await
     }
 
     fn is_running(&self, id: &str) -> bool {
@@ -305,7 +322,7 @@ impl A2aService {
         self.check_message(&message)?;
         let (task_id, context_id, existing) = match message.task_id.clone() {
             Some(task_id) => {
-                let task = self.refreshed(principal, &task_id).await?;
+                let task = self.refreshed(principal, &task_id, Advance::No).await?;
                 if task.status.state.is_terminal() {
                     return Err(Error::UnsupportedOperation(format!(
                         "task {task_id} is {}: it takes no more messages",
@@ -434,6 +451,13 @@ impl A2aService {
         }
         Ok(())
     }
+}
+
+/// Whether a read may advance an interrupted task ([`Executor::advance`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Advance {
+    Yes,
+    No,
 }
 
 struct Started {
@@ -743,3 +767,6 @@ pub(crate) async fn merge_metadata(sink: &EventSink, metadata: serde_json::Value
     task.metadata = Some(serde_json::Value::Object(merged));
     sink.shared.store.save(&sink.owner, &task).await
 }
+
+#[cfg(test)]
+mod advance_tests;

@@ -101,6 +101,7 @@ async fn dispatch(conn: &Arc<Conn>, frame: ClientFrame) -> Dispatched {
         | Method::GoalCancel
         | Method::McpStatus
         | Method::McpTrust
+        | Method::DelegateRetry
         | Method::TeamList
         | Method::TeamEnter
         | Method::TeamExit

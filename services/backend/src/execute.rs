@@ -147,6 +147,11 @@ pub async fn execute(runtime: &Runtime, owner: &Owner<'_>, method: Method, param
             let session = runtime.session(&p.session_id).await.map_err(rt)?;
             ok(crate::mcp::status(&session).await)
         }
+        Method::DelegateRetry => {
+            let p: DelegateRetryParams = parse(params)?;
+            let session = runtime.session(&p.session_id).await.map_err(rt)?;
+            ok(session.retry_delegate(&p.call_id).await.map_err(rt)?)
+        }
         Method::McpTrust => {
             let p: McpTrustParams = parse(params)?;
             let session = runtime.session(&p.session_id).await.map_err(rt)?;

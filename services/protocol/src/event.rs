@@ -510,6 +510,10 @@ pub enum DelegateStep {
     /// The agent could not be reached (card, address, connection, credentials, time
     /// limit): the call's result is input-required with `detail`; nothing ran locally.
     Unreachable,
+    /// The agent became unreachable while its task (`task_id`) was followed: the call is
+    /// parked — the run waits on it, input-required with the reason in `detail` — until a
+    /// retry (`delegate.retry`, or an A2A `GetTask` on the run's task) reaches the agent.
+    Waiting,
 }
 
 fn is_false(value: &bool) -> bool {

@@ -35,6 +35,7 @@ pub const GOAL_RESUME: &str = Method::GoalResume.name();
 pub const GOAL_CANCEL: &str = Method::GoalCancel.name();
 pub const MCP_STATUS: &str = Method::McpStatus.name();
 pub const MCP_TRUST: &str = Method::McpTrust.name();
+pub const DELEGATE_RETRY: &str = Method::DelegateRetry.name();
 pub const TEAM_LIST: &str = Method::TeamList.name();
 pub const TEAM_ENTER: &str = Method::TeamEnter.name();
 pub const TEAM_EXIT: &str = Method::TeamExit.name();
@@ -377,6 +378,35 @@ pub struct McpServerStatus {
     /// Tool names as the model sees them (`mcp__<server>__<tool>`).
     #[serde(default)]
     pub tools: Vec<String>,
+}
+
+/// `delegate.retry`: retries an `a2a_delegate` call parked while its agent was unreachable
+/// (`delegate.updated` step `waiting`): the agent is asked again at once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DelegateRetryParams {
+    pub session_id: String,
+    /// The parked tool call's id (`delegate.updated.call_id`).
+    pub call_id: String,
+}
+
+/// Where a retried delegation stands when `delegate.retry` answers (within about 15 s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DelegateRetryState {
+    /// Still unreachable: the call stays parked (`detail`: why).
+    Waiting,
+    /// The agent answered and the call follows its task again.
+    Working,
+    /// The call ended (`detail`: the remote task's state); the run goes on.
+    Ended,
+}
+
+/// Result of `delegate.retry`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DelegateRetryResult {
+    pub state: DelegateRetryState,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub detail: String,
 }
 
 /// `mcp.trust`: trusts a project MCP server (recorded under the AppRoot, asked once).

@@ -133,6 +133,9 @@ macro_rules! for_each_method {
                 "the session's MCP servers as its owner runs them";
             McpTrust mcp_trust "mcp.trust" ($crate::methods::McpTrustParams)
                 -> $crate::methods::Ack, Write, Owner, "trusts a project MCP server";
+            DelegateRetry delegate_retry "delegate.retry" ($crate::methods::DelegateRetryParams)
+                -> $crate::methods::DelegateRetryResult, Write, Owner,
+                "retries an `a2a_delegate` call parked while its agent was unreachable";
             TeamList team_list "team.list" ($crate::methods::TeamListParams)
                 -> $crate::methods::TeamListResult, Read, Any,
                 "the agent teams (with a session: its project's too)";

@@ -1,7 +1,7 @@
 //! Context compilation: the system prompt (environment, project instructions, skills) and the
 //! model-visible history rebuilt from journal events, plus token accounting and compaction.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use lumina_model::{ContentBlock, Message, Role};
 use lumina_protocol::{Decision, Event, EventFrame, RunFailureCode};
@@ -99,8 +99,18 @@ pub fn build_history(events: &[EventFrame], skills: &SkillCatalog) -> History {
         })
         .collect();
     let mut steering: Vec<(u64, String)> = Vec::new();
+    // The remote task each `a2a_delegate` call followed (call id → agent, task id).
+    let mut delegated: HashMap<&str, (&str, &str)> = HashMap::new();
     for frame in events.iter().filter(|f| f.seq > compacted_through) {
         match &frame.event {
+            Event::DelegateUpdated {
+                call_id,
+                agent,
+                task_id: Some(task_id),
+                ..
+            } => {
+                delegated.insert(call_id.as_str(), (agent.as_str(), task_id.as_str()));
+            }
             Event::MessageUser { run_id, .. } if blocked.contains(run_id.as_str()) => {}
             Event::MessageSteering { text, .. } => steering.push((frame.seq, text.clone())),
             Event::ModelRequested { through_seq, .. } => {
@@ -162,15 +172,27 @@ pub fn build_history(events: &[EventFrame], skills: &SkillCatalog) -> History {
             ),
             Event::ToolInterrupted {
                 call_id, reason, ..
-            } => push(
-                &mut messages,
-                Role::User,
-                ContentBlock::ToolResult {
-                    tool_use_id: call_id.clone(),
-                    content: format!("tool call was interrupted: {reason}"),
-                    is_error: true,
-                },
-            ),
+            } => {
+                let mut content = format!("tool call was interrupted: {reason}");
+                // A delegation cut off (e.g. by a restart) leaves its remote task running:
+                // say which, so it is checked on rather than sent again.
+                if let Some((agent, task_id)) = delegated.get(call_id.as_str()) {
+                    content.push_str(&format!(
+                        ". The A2A agent `{agent}` may still be working on its task \
+                         {task_id}: check on it with a2a_delegate{{agent: \"{agent}\", \
+                         task_id: \"{task_id}\"}} rather than sending the task again."
+                    ));
+                }
+                push(
+                    &mut messages,
+                    Role::User,
+                    ContentBlock::ToolResult {
+                        tool_use_id: call_id.clone(),
+                        content,
+                        is_error: true,
+                    },
+                )
+            }
             _ => {}
         }
     }

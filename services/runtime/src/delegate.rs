@@ -11,6 +11,15 @@
 //! poller). An agent that cannot be reached makes the result `input-required` with the
 //! reason — the task is never run locally instead.
 //!
+//! An agent that goes away *while* the call follows its task (killed mid-task) does not end
+//! the call: the call is **parked** — `delegate.updated` step `waiting` with the reason,
+//! the run waiting on it — until someone retries (`delegate.retry`, which the A2A executor
+//! calls when the run's A2A task is read). A retry asks the agent where the task stands and,
+//! when it restarted under the task, sends the original message on the same task
+//! ([`lumina_a2a::delegate::resume`]); still unreachable → parked again. The parked state is
+//! the journal's (the `waiting` step, the open tool call): if this process dies, recovery
+//! closes the call like any open one.
+//!
 //! Delegation sends project data to another agent, so for permissions it is a write: asked
 //! unless a rule allows it.
 
@@ -18,13 +27,15 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use lumina_a2a::delegate::{self, Request, Step, Steps};
+use lumina_a2a::delegate::{self, Outcome, Request, Step, Steps};
 use lumina_a2a::{A2aClient, Target};
 use lumina_config::Settings;
+use lumina_protocol::methods::{DelegateRetryResult, DelegateRetryState};
 use lumina_protocol::{DelegateStep, Event};
 use lumina_tools::{ToolDescriptor, ToolOutput};
 use serde::Deserialize;
 use serde_json::{json, Value};
+use tokio::sync::oneshot;
 
 use crate::run::RunContext;
 
@@ -179,6 +190,38 @@ impl<'a> JournalSteps<'a> {
         }
     }
 
+    /// Journals that the call is parked: `agent` became unreachable while it ran `task_id`.
+    async fn waiting(&self, task_id: &str, reason: &str) {
+        self.journal(
+            DelegateStep::Waiting,
+            Some(task_id.to_owned()),
+            Some(lumina_a2a::types::TaskState::InputRequired),
+            format!("`{}` is unreachable: {reason}", self.agent),
+        )
+        .await;
+    }
+
+    async fn journal(
+        &self,
+        kind: DelegateStep,
+        task_id: Option<String>,
+        state: Option<lumina_a2a::types::TaskState>,
+        detail: String,
+    ) {
+        let event = Event::DelegateUpdated {
+            run_id: self.ctx.run_id.clone(),
+            call_id: self.call_id.to_owned(),
+            agent: self.agent.to_owned(),
+            step: kind,
+            task_id,
+            state: state.map(|s| s.wire_name().to_owned()),
+            detail: capped(&detail),
+        };
+        if let Err(err) = self.ctx.append(vec![event]).await {
+            tracing::warn!(error = %err, "delegate.updated not journaled");
+        }
+    }
+
     /// The remote task's id once the remote named it.
     fn task_id(&self) -> Option<String> {
         self.task_id
@@ -233,18 +276,84 @@ impl Steps for JournalSteps<'_> {
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(id.clone());
         }
-        let event = Event::DelegateUpdated {
-            run_id: self.ctx.run_id.clone(),
-            call_id: self.call_id.to_owned(),
-            agent: self.agent.to_owned(),
-            step: kind,
-            task_id,
-            state: state.map(|s| s.wire_name().to_owned()),
-            detail: capped(&detail),
-        };
-        if let Err(err) = self.ctx.append(vec![event]).await {
-            tracing::warn!(error = %err, "delegate.updated not journaled");
-        }
+        self.journal(kind, task_id, state, detail).await;
+    }
+}
+
+/// Wakes a parked call: it answers on the inner sender once its retry knows more.
+pub(crate) type Wake = oneshot::Sender<oneshot::Sender<DelegateRetryResult>>;
+
+/// How long `delegate.retry` waits for the retry's verdict (the call goes on after that).
+pub const RETRY_ANSWER_WAIT: Duration = Duration::from_secs(15);
+
+/// Wakes a parked call and waits (bounded) for its verdict; `None` when the call is gone.
+pub(crate) async fn wake(wake: Wake) -> Option<DelegateRetryResult> {
+    let (answer, verdict) = oneshot::channel();
+    wake.send(answer).ok()?;
+    match tokio::time::timeout(RETRY_ANSWER_WAIT, verdict).await {
+        Ok(Ok(result)) => Some(result),
+        // The call ended without a verdict (its run was interrupted).
+        Ok(Err(_)) => Some(DelegateRetryResult {
+            state: DelegateRetryState::Ended,
+            detail: "the call ended".into(),
+        }),
+        Err(_) => Some(DelegateRetryResult {
+            state: DelegateRetryState::Working,
+            detail: format!(
+                "no verdict within {} s; the call goes on",
+                RETRY_ANSWER_WAIT.as_secs()
+            ),
+        }),
+    }
+}
+
+/// Removes the call's registration when it stops waiting (woken, interrupted, dropped).
+struct Parked<'a> {
+    ctx: &'a RunContext,
+    call_id: &'a str,
+}
+
+impl Drop for Parked<'_> {
+    fn drop(&mut self) {
+        self.ctx.session.lock().parked.remove(self.call_id);
+    }
+}
+
+/// Why a parked call stopped waiting.
+enum Woken {
+    Retry(oneshot::Sender<DelegateRetryResult>),
+    Interrupted,
+}
+
+/// Parks the call until a retry (or the run's interruption): registered first, then
+/// journaled (`waiting`), so a retry prompted by the journal always finds it; then the
+/// retry that found the agent still unreachable (`answer`) hears so.
+async fn park(
+    ctx: &RunContext,
+    steps: &JournalSteps<'_>,
+    call_id: &str,
+    lost: &Outcome,
+    answer: Option<oneshot::Sender<DelegateRetryResult>>,
+) -> Woken {
+    let (wake, woken) = oneshot::channel();
+    ctx.session.lock().parked.insert(call_id.to_owned(), wake);
+    let _parked = Parked { ctx, call_id };
+    let reason = lost.unreachable.clone().unwrap_or_default();
+    steps
+        .waiting(lost.task_id.as_deref().unwrap_or("-"), &reason)
+        .await;
+    if let Some(answer) = answer {
+        let _ = answer.send(DelegateRetryResult {
+            state: DelegateRetryState::Waiting,
+            detail: reason,
+        });
+    }
+    tokio::select! {
+        woken = woken => match woken {
+            Ok(answer) => Woken::Retry(answer),
+            Err(_) => Woken::Interrupted,
+        },
+        _ = ctx.cancel.cancelled() => Woken::Interrupted,
     }
 }
 
@@ -259,10 +368,30 @@ pub(crate) async fn run(
     let limit = Duration::from_millis(ctx.settings.settings.a2a_delegate_timeout_ms.max(1));
     let steps = JournalSteps::new(ctx, call_id, &target.name);
     let started = Instant::now();
-    let outcome = tokio::select! {
+    let text = request.text.clone();
+    let mut outcome = tokio::select! {
         outcome = delegate::follow(client, target, request, limit, &steps) => outcome,
         _ = ctx.cancel.cancelled() => return interrupted(client, target, &steps).await,
     };
+    // The agent went away under its task: wait for a retry rather than give up on the task
+    // (or send it again).
+    let mut answer: Option<oneshot::Sender<DelegateRetryResult>> = None;
+    while let Some(task_id) = outcome.lost_task().map(str::to_owned) {
+        match park(ctx, &steps, call_id, &outcome, answer.take()).await {
+            Woken::Retry(next) => answer = Some(next),
+            Woken::Interrupted => return interrupted(client, target, &steps).await,
+        }
+        outcome = tokio::select! {
+            outcome = delegate::resume(client, target, &task_id, text.clone(), limit, &steps) => outcome,
+            _ = ctx.cancel.cancelled() => return interrupted(client, target, &steps).await,
+        };
+    }
+    if let Some(answer) = answer {
+        let _ = answer.send(DelegateRetryResult {
+            state: DelegateRetryState::Ended,
+            detail: outcome.state.wire_name().to_owned(),
+        });
+    }
     let mut report = outcome.report(&target.name, started.elapsed());
     let cap = ctx.settings.output_cap_bytes.max(1024);
     if report.len() > cap {

@@ -10,6 +10,8 @@ pub enum Error {
     RunNotFound(String),
     #[error("permission request {0} is not pending")]
     PermissionNotPending(String),
+    #[error("no a2a_delegate call {0} is waiting for its agent")]
+    DelegateNotParked(String),
     #[error("invalid params: {0}")]
     InvalidParams(String),
     #[error("session {0} is archived")]
@@ -62,6 +64,7 @@ impl Error {
             Error::SessionNotFound(_)
             | Error::RunNotFound(_)
             | Error::PermissionNotPending(_)
+            | Error::DelegateNotParked(_)
             | Error::GoalNotFound(_)
             | Error::TeamNotFound(_) => ErrorCode::NotFound,
             Error::InvalidParams(_) | Error::BadProjectRoot(_) | Error::Settings(_) => {

@@ -13,7 +13,9 @@ use crate::journal::SessionJournal;
 use crate::projection::OpenRun;
 use crate::Result;
 
-const REASON: &str = "the backend stopped before it ended";
+/// The reason of every closing event recovery journals (`run.interrupted.reason`): the A2A
+/// executor reads a run closed with it as interrupted by a restart, not canceled.
+pub const REASON: &str = "the backend stopped before it ended";
 
 /// Appends the closing events for everything left open. Returns how many runs were closed.
 pub async fn close_open_work(journal: &SessionJournal) -> Result<usize> {

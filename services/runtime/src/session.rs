@@ -41,6 +41,9 @@ pub(crate) struct ActiveRun {
 pub(crate) struct State {
     pub(crate) active: Option<ActiveRun>,
     pending: HashMap<String, oneshot::Sender<PermissionAnswer>>,
+    /// `a2a_delegate` calls parked while their agent is unreachable, by call id: waking one
+    /// retries the agent (`crate::delegate`).
+    pub(crate) parked: HashMap<String, crate::delegate::Wake>,
     /// Set when this instance stops serving the session (shutdown, drain, eviction): the
     /// active run is cancelled and queued runs wait for the next owner.
     pub(crate) stopping: bool,
@@ -451,6 +454,23 @@ impl Session {
         sender
             .send((decision, reason, sub))
             .map_err(|_| Error::PermissionNotPending(request_id.to_string()))
+    }
+
+    /// `delegate.retry`: wakes the `a2a_delegate` call `call_id` parked while its agent was
+    /// unreachable and says where it stands after the retry (at most
+    /// [`crate::delegate::RETRY_ANSWER_WAIT`]; the call goes on after that).
+    pub async fn retry_delegate(
+        &self,
+        call_id: &str,
+    ) -> Result<lumina_protocol::methods::DelegateRetryResult> {
+        let wake = self
+            .lock()
+            .parked
+            .remove(call_id)
+            .ok_or_else(|| Error::DelegateNotParked(call_id.to_string()))?;
+        crate::delegate::wake(wake)
+            .await
+            .ok_or_else(|| Error::DelegateNotParked(call_id.to_string()))
     }
 
     /// Usage added up over a run's steps.

@@ -9,13 +9,18 @@
 //! | `run.started` | `TASK_STATE_WORKING` |
 //! | `message.assistant` (with text) | `TASK_STATE_WORKING` with the text as an agent message |
 //! | `permission.requested` | `TASK_STATE_INPUT_REQUIRED` (the next message answers it) |
+//! | `delegate.updated` step `waiting` | `TASK_STATE_INPUT_REQUIRED` (a delegation parked: its agent is unreachable) |
+//! | a later `delegate.updated` of that call from the agent | `TASK_STATE_WORKING` |
 //! | `run.completed` | artifact `result` (the final text), then `TASK_STATE_COMPLETED` |
 //! | `run.failed` | `TASK_STATE_FAILED` |
-//! | `run.interrupted` | `TASK_STATE_CANCELED` |
+//! | `run.interrupted` by crash recovery | `TASK_STATE_INPUT_REQUIRED`, marked as a restart (a message continues the task) |
+//! | `run.interrupted` otherwise | `TASK_STATE_CANCELED` |
 //!
 //! The task's metadata `lumina` holds `sessionId`, `runId`, `lastSeq` (the last journal
-//! event applied) and `pendingRequest` (the permission request waiting for an answer), so a
-//! task nobody follows (after a restart) catches up from the journal on the next read.
+//! event applied), `pendingRequest` (the permission request waiting for an answer) and
+//! `parkedCall` (the parked `a2a_delegate` call), so a task nobody follows (after a restart)
+//! catches up from the journal on the next read, and a read of a parked task retries its
+//! agent ([`Executor::advance`] → `delegate.retry`).
 
 use std::sync::Arc;
 
@@ -31,13 +36,15 @@ use lumina_protocol::methods::{
     SessionEventsResult, SessionInterruptParams, SessionRef, SessionResult, SessionResumeParams,
     SessionSubmitParams, SessionSubmitResult,
 };
-use lumina_protocol::{Decision, ErrorCode, ErrorObject, Event, EventFrame, Method};
+use lumina_protocol::{Decision, DelegateStep, ErrorCode, ErrorObject, Event, EventFrame, Method};
 use lumina_runtime::Outbound;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
 use crate::profile::Profile;
+
+mod advance;
 
 pub struct RuntimeExecutor {
     profile: Arc<dyn Profile>,
@@ -114,6 +121,9 @@ struct Progress {
     last_seq: u64,
     #[serde(default)]
     pending_request: Option<String>,
+    /// The `a2a_delegate` call the run is parked on (its agent unreachable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    parked_call: Option<String>,
 }
 
 impl Progress {
@@ -183,6 +193,12 @@ enum Change {
     Waiting(String, Message),
     /// The run's final answer: an artifact, then completed.
     Completed(Artifact),
+    /// A delegation is parked (call id): its agent is unreachable; input-required.
+    Parked(String, Message),
+    /// The parked delegation reached its agent again: working.
+    Resumed,
+    /// Crash recovery closed the run: input-required, marked as a restart.
+    Restarted(Message),
 }
 
 impl Change {
@@ -190,7 +206,11 @@ impl Change {
     fn stops(&self) -> bool {
         match self {
             Change::Status(state, _) => state.is_terminal(),
-            Change::Waiting(..) | Change::Completed(_) => true,
+            Change::Waiting(..)
+            | Change::Completed(_)
+            | Change::Parked(..)
+            | Change::Restarted(_) => true,
+            Change::Resumed => false,
         }
     }
 
@@ -198,7 +218,9 @@ impl Change {
     fn terminal(&self) -> bool {
         match self {
             Change::Status(state, _) => state.is_terminal(),
-            Change::Waiting(..) => false,
+            Change::Waiting(..) | Change::Parked(..) | Change::Resumed | Change::Restarted(_) => {
+                false
+            }
             Change::Completed(_) => true,
         }
     }
@@ -215,7 +237,12 @@ impl Change {
         };
         match self {
             Change::Status(state, message) => vec![status(state, message)],
-            Change::Waiting(_, message) => vec![status(TaskState::InputRequired, Some(message))],
+            Change::Waiting(_, message)
+            | Change::Parked(_, message)
+            | Change::Restarted(message) => {
+                vec![status(TaskState::InputRequired, Some(message))]
+            }
+            Change::Resumed => vec![status(TaskState::Working, None)],
             Change::Completed(artifact) => vec![
                 StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
                     task_id: task_id.to_owned(),
@@ -231,8 +258,15 @@ impl Change {
     }
 }
 
-/// The change one journal event of run `run` makes to task `task_id`, if any.
-fn translate(frame: &EventFrame, run: &str, task_id: &str, context_id: &str) -> Option<Change> {
+/// The change one journal event of run `run` makes to task `task_id`, if any (`parked`:
+/// the delegation call the run is parked on).
+fn translate(
+    frame: &EventFrame,
+    run: &str,
+    parked: Option<&str>,
+    task_id: &str,
+    context_id: &str,
+) -> Option<Change> {
     let text = |text: &str| Message::agent(vec![Part::text(text)], Some(task_id), Some(context_id));
     let change = match &frame.event {
         Event::RunStarted { run_id, .. } if run_id == run => {
@@ -274,9 +308,43 @@ fn translate(frame: &EventFrame, run: &str, task_id: &str, context_id: &str) -> 
         Event::RunFailed {
             run_id, message, ..
         } if run_id == run => Change::Status(TaskState::Failed, Some(text(message))),
+        Event::RunInterrupted { run_id, reason }
+            if run_id == run && reason == lumina_runtime::recovery::REASON =>
+        {
+            let mut message = text(&format!(
+                "interrupted by a restart of this agent ({reason}); send a message on this \
+                 task to continue it"
+            ));
+            message.metadata = Some(lumina_a2a::delegate::restart_marker());
+            Change::Restarted(message)
+        }
         Event::RunInterrupted { run_id, reason } if run_id == run => {
             Change::Status(TaskState::Canceled, Some(text(reason)))
         }
+        Event::DelegateUpdated {
+            run_id,
+            call_id,
+            agent,
+            step: DelegateStep::Waiting,
+            task_id: remote,
+            detail,
+            ..
+        } if run_id == run => {
+            let mut message = text(&format!(
+                "waiting for the A2A agent `{agent}` (its task {}): {detail}. Nothing was run \
+                 locally; reading this task (GetTask) or a message on it retries the agent",
+                remote.as_deref().unwrap_or("-")
+            ));
+            message.metadata = Some(json!({"parkedCall": call_id, "agent": agent}));
+            Change::Parked(call_id.clone(), message)
+        }
+        Event::DelegateUpdated {
+            run_id,
+            call_id,
+            step:
+                DelegateStep::Sent | DelegateStep::Status | DelegateStep::Artifact | DelegateStep::Ended,
+            ..
+        } if run_id == run && parked == Some(call_id.as_str()) => Change::Resumed,
         _ => return None,
     };
     Some(change)
@@ -308,11 +376,17 @@ impl RuntimeExecutor {
         let Some(change) = translate(
             frame,
             &progress.run_id,
+            progress.parked_call.as_deref(),
             events.task_id(),
             events.context_id(),
         ) else {
             return Ok(Flow::Continue);
         };
+        match &change {
+            Change::Parked(call_id, _) => progress.parked_call = Some(call_id.clone()),
+            Change::Resumed | Change::Restarted(_) => progress.parked_call = None,
+            _ => {}
+        }
         let flow = if change.stops() {
             Flow::Stop
         } else {
@@ -333,6 +407,24 @@ impl RuntimeExecutor {
                 events
                     .status(TaskState::InputRequired, Some(message))
                     .await?;
+            }
+            Change::Parked(_, message) => {
+                // Recorded before the status, like an approval's request.
+                progress.save(events).await?;
+                events
+                    .status(TaskState::InputRequired, Some(message))
+                    .await?;
+            }
+            Change::Restarted(message) => {
+                progress.pending_request = None;
+                progress.save(events).await?;
+                events
+                    .status(TaskState::InputRequired, Some(message))
+                    .await?;
+            }
+            Change::Resumed => {
+                events.status(TaskState::Working, None).await?;
+                progress.save(events).await?;
             }
             Change::Status(state, message) => {
                 events.status(state, message).await?;
@@ -422,6 +514,11 @@ impl Executor for RuntimeExecutor {
         let identity = identity(&ctx.principal).map_err(failed)?;
         let pending = ctx.task.as_ref().and_then(Progress::of);
         let mut progress = match pending {
+            // A message on a task whose delegation is parked: retry the agent now.
+            Some(progress) if progress.parked_call.is_some() => {
+                self.retry(&identity, &progress).await.map_err(failed)?;
+                progress
+            }
             Some(mut progress) if progress.pending_request.is_some() => {
                 let request_id = progress.pending_request.take().unwrap_or_default();
                 let _: Value = self
@@ -459,7 +556,13 @@ impl Executor for RuntimeExecutor {
                         Method::SessionSubmit,
                         SessionSubmitParams {
                             session_id: ctx.context_id.clone(),
-                            idempotency_key: ctx.task_id.clone(),
+                            // A message continuing a task (e.g. one a restart interrupted)
+                            // starts a run of its own: the task id alone would find the
+                            // task's first run again.
+                            idempotency_key: match &ctx.task {
+                                None => ctx.task_id.clone(),
+                                Some(_) => format!("{}/{}", ctx.task_id, ctx.message.message_id),
+                            },
                             prompt: prompt(&ctx.message),
                             settings: Value::Null,
                             headless: false,
@@ -473,6 +576,7 @@ impl Executor for RuntimeExecutor {
                     run_id: submitted.run_id,
                     last_seq: head.head_seq,
                     pending_request: None,
+                    parked_call: None,
                 };
                 progress.save(&events).await.map_err(failed)?;
                 progress
@@ -575,6 +679,11 @@ impl Executor for RuntimeExecutor {
         progress.save(&events).await
     }
 
+    async fn advance(&self, task: &Task, principal: &Principal) -> Result<(), Error> {
+        let identity = identity(principal)?;
+        self.advance_parked(task, &identity).await
+    }
+
     async fn observe(
         &self,
         task: &Task,
@@ -613,11 +722,22 @@ impl Executor for RuntimeExecutor {
                             continue;
                         }
                         s.progress.last_seq = frame.seq;
-                        let Some(change) =
-                            translate(&frame, &s.progress.run_id, &s.task_id, &s.context_id)
-                        else {
+                        let Some(change) = translate(
+                            &frame,
+                            &s.progress.run_id,
+                            s.progress.parked_call.as_deref(),
+                            &s.task_id,
+                            &s.context_id,
+                        ) else {
                             continue;
                         };
+                        match &change {
+                            Change::Parked(call_id, _) => {
+                                s.progress.parked_call = Some(call_id.clone());
+                            }
+                            Change::Resumed | Change::Restarted(_) => s.progress.parked_call = None,
+                            _ => {}
+                        }
                         s.done = change.terminal();
                         let events = change.events(&s.task_id, &s.context_id);
                         return Some((futures::stream::iter(events), s));

@@ -16,6 +16,7 @@ mod cluster;
 mod conversation;
 mod crash;
 mod delegate;
+mod delegate_kill;
 mod delivery;
 mod extensions;
 mod goal;

@@ -305,3 +305,48 @@ fn a_window_keeps_the_history_from_its_first_message_and_the_checkpoint() {
         ]
     );
 }
+
+#[test]
+fn an_interrupted_delegation_names_the_remote_task_to_check_on() {
+    let events = vec![
+        user(1, "ask b"),
+        assistant(2, "", &["c1"]),
+        frame(
+            3,
+            Event::DelegateUpdated {
+                run_id: "r".into(),
+                call_id: "c1".into(),
+                agent: "b".into(),
+                step: lumina_protocol::DelegateStep::Waiting,
+                task_id: Some("remote-7".into()),
+                state: None,
+                detail: "`b` is unreachable: refused".into(),
+            },
+        ),
+        frame(
+            4,
+            Event::ToolInterrupted {
+                run_id: "r".into(),
+                call_id: "c1".into(),
+                tool: "a2a_delegate".into(),
+                reason: "the backend stopped before it ended".into(),
+            },
+        ),
+    ];
+    let history = build_history(&events, &SkillCatalog::default());
+    let content = history
+        .messages
+        .iter()
+        .flat_map(|m| m.content.iter())
+        .find_map(|b| match b {
+            ContentBlock::ToolResult { content, .. } => Some(content.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(
+        content,
+        "tool call was interrupted: the backend stopped before it ended. The A2A agent `b` may \
+         still be working on its task remote-7: check on it with a2a_delegate{agent: \"b\", \
+         task_id: \"remote-7\"} rather than sending the task again."
+    );
+}

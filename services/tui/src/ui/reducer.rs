@@ -631,6 +631,7 @@ fn delegate_line(event: &Event) -> Option<String> {
         DelegateStep::Artifact => format!("a2a {agent}: artifact {detail}"),
         DelegateStep::Ended => format!("a2a {agent}: ended {state} {detail}"),
         DelegateStep::Unreachable => format!("a2a {agent}: unreachable — {detail}"),
+        DelegateStep::Waiting => format!("a2a {agent}: waiting (unreachable) — {detail}"),
     };
     Some(line.trim_end().to_owned())
 }

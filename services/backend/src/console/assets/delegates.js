@@ -30,6 +30,7 @@ const STEPS = {
   artifact: 'Artifact',
   ended: 'Stopped following',
   unreachable: 'Unreachable',
+  waiting: 'Waiting for the agent (unreachable; a retry continues)',
 };
 
 export function stateName(wire) {

@@ -389,14 +389,26 @@ async fn a_task_reads_right_after_its_owner_is_killed() {
     }
     let killed = Instant::now();
     cluster.kill9(1);
-    // The survivor takes the session over and journals the interruption: the task reads
-    // canceled (run.interrupted → canceled).
-    let read = until_state(&cluster, 0, &token, &task["id"], "TASK_STATE_CANCELED").await;
+    // The survivor takes the session over and journals the interruption (crash recovery):
+    // the task reads input-required, marked as interrupted by a restart — a message on it
+    // would continue it (docs/a2a.md).
+    let read = until_state(
+        &cluster,
+        0,
+        &token,
+        &task["id"],
+        "TASK_STATE_INPUT_REQUIRED",
+    )
+    .await;
     eprintln!(
-        "the task read canceled {:?} after kill -9",
+        "the task read input-required {:?} after kill -9",
         killed.elapsed()
     );
     assert_eq!(read["id"], task["id"]);
+    assert_eq!(
+        read["status"]["message"]["metadata"]["interrupted"], "restart",
+        "{read}"
+    );
     assert_eq!(client.session_info(&session).await.unwrap().owner, "i0");
 
     // The context goes on through the survivor.
