@@ -9,13 +9,16 @@
 //! | `run.started` | `TASK_STATE_WORKING` |
 //! | `message.assistant` (with text) | `TASK_STATE_WORKING` with the text as an agent message |
 //! | `permission.requested` | `TASK_STATE_INPUT_REQUIRED` (the next message answers it) |
+//! | `mcp.sign_in_required` / `mcp.sign_in_ended` | `TASK_STATE_AUTH_REQUIRED` while a sign-in is open, then `TASK_STATE_WORKING` ([`super::sign_in`]) |
 //! | `run.completed` | artifact `result` (the final text), then `TASK_STATE_COMPLETED` |
 //! | `run.failed` | `TASK_STATE_FAILED` |
 //! | `run.interrupted` | `TASK_STATE_CANCELED` |
 //!
 //! The task's metadata `lumina` holds `sessionId`, `runId`, `lastSeq` (the last journal
-//! event applied) and `pendingRequest` (the permission request waiting for an answer), so a
-//! task nobody follows (after a restart) catches up from the journal on the next read.
+//! event applied), `pendingRequest` (the permission request waiting for an answer) and
+//! `signIns` (the MCP sign-ins still open), so a task nobody follows (after a restart)
+//! catches up from the journal on the next read. An execution keeps following its run
+//! through auth-required: the sign-in happens out of band and the run goes on by itself.
 
 use std::sync::Arc;
 
@@ -37,6 +40,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::sign_in::OpenSignIns;
 use crate::profile::Profile;
 
 pub struct RuntimeExecutor {
@@ -114,6 +118,8 @@ struct Progress {
     last_seq: u64,
     #[serde(default)]
     pending_request: Option<String>,
+    #[serde(default, skip_serializing_if = "OpenSignIns::is_empty")]
+    sign_ins: OpenSignIns,
 }
 
 impl Progress {
@@ -231,8 +237,22 @@ impl Change {
     }
 }
 
-/// The change one journal event of run `run` makes to task `task_id`, if any.
-fn translate(frame: &EventFrame, run: &str, task_id: &str, context_id: &str) -> Option<Change> {
+/// The change one journal event of the task's run makes to task `task_id`, if any
+/// (`progress` keeps the run's open MCP sign-ins).
+fn translate(
+    frame: &EventFrame,
+    progress: &mut Progress,
+    task_id: &str,
+    context_id: &str,
+) -> Option<Change> {
+    let run = progress.run_id.as_str();
+    if let Some((state, message)) =
+        progress
+            .sign_ins
+            .apply(&frame.event, run, task_id, context_id)
+    {
+        return Some(Change::Status(state, Some(message)));
+    }
     let text = |text: &str| Message::agent(vec![Part::text(text)], Some(task_id), Some(context_id));
     let change = match &frame.event {
         Event::RunStarted { run_id, .. } if run_id == run => {
@@ -305,12 +325,8 @@ impl RuntimeExecutor {
         progress: &mut Progress,
         events: &EventSink,
     ) -> Result<Flow, Error> {
-        let Some(change) = translate(
-            frame,
-            &progress.run_id,
-            events.task_id(),
-            events.context_id(),
-        ) else {
+        let Some(change) = translate(frame, progress, events.task_id(), events.context_id())
+        else {
             return Ok(Flow::Continue);
         };
         let flow = if change.stops() {
@@ -440,6 +456,19 @@ impl Executor for RuntimeExecutor {
                 progress.save(&events).await.map_err(failed)?;
                 progress
             }
+            Some(progress) if !progress.sign_ins.is_empty() => {
+                // A message while the run waits for an MCP sign-in: nothing to answer
+                // (the sign-in happens in a browser); the task stays auth-required and
+                // this execution follows the run on.
+                let (state, message) = progress
+                    .sign_ins
+                    .status(events.task_id(), events.context_id());
+                events
+                    .status(state, Some(message))
+                    .await
+                    .map_err(failed)?;
+                progress
+            }
             _ => {
                 let head: SessionEventsResult = self
                     .call(
@@ -473,6 +502,7 @@ impl Executor for RuntimeExecutor {
                     run_id: submitted.run_id,
                     last_seq: head.head_seq,
                     pending_request: None,
+                    sign_ins: OpenSignIns::default(),
                 };
                 progress.save(&events).await.map_err(failed)?;
                 progress
@@ -614,7 +644,7 @@ impl Executor for RuntimeExecutor {
                         }
                         s.progress.last_seq = frame.seq;
                         let Some(change) =
-                            translate(&frame, &s.progress.run_id, &s.task_id, &s.context_id)
+                            translate(&frame, &mut s.progress, &s.task_id, &s.context_id)
                         else {
                             continue;
                         };
