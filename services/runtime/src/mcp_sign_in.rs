@@ -58,7 +58,12 @@ pub(crate) async fn wait_for_sign_ins(ctx: &RunContext, manager: &McpManager) ->
     .await?;
     let mut waits: FuturesUnordered<_> = fresh
         .iter()
-        .map(|p| async move { (p.server.clone(), manager.wait_sign_in(root, &p.server).await) })
+        .map(|p| async move {
+            (
+                p.server.clone(),
+                manager.wait_sign_in(root, &p.server).await,
+            )
+        })
         .collect();
     let mut signed_in = false;
     loop {
@@ -72,7 +77,10 @@ pub(crate) async fn wait_for_sign_ins(ctx: &RunContext, manager: &McpManager) ->
         let (outcome, detail) = match end {
             SignInEnd::SignedIn => (SignInOutcome::SignedIn, String::new()),
             SignInEnd::TimedOut => (SignInOutcome::TimedOut, String::new()),
-            SignInEnd::Failed(why) => (SignInOutcome::Failed, why.chars().take(DETAIL_KEEP).collect()),
+            SignInEnd::Failed(why) => (
+                SignInOutcome::Failed,
+                why.chars().take(DETAIL_KEEP).collect(),
+            ),
         };
         signed_in |= outcome == SignInOutcome::SignedIn;
         ctx.append(vec![Event::McpSignInEnded {

@@ -131,8 +131,10 @@ impl Drop for OAuthMcpServer {
 
 async fn prm(State(st): State<Shared>) -> Json<Value> {
     let base = lock(&st).base.clone();
-    Json(json!({"resource": format!("{base}/mcp"), "authorization_servers": [base],
-        "scopes_supported": ["docs:read"]}))
+    Json(
+        json!({"resource": format!("{base}/mcp"), "authorization_servers": [base],
+        "scopes_supported": ["docs:read"]}),
+    )
 }
 
 async fn as_metadata(State(st): State<Shared>) -> Json<Value> {
@@ -153,7 +155,11 @@ async fn as_metadata(State(st): State<Shared>) -> Json<Value> {
 async fn register(State(st): State<Shared>, Json(body): Json<Value>) -> Response {
     let uris: Vec<String> = body["redirect_uris"]
         .as_array()
-        .map(|a| a.iter().filter_map(|u| u.as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|u| u.as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     if uris.is_empty() {
         return oauth_error("invalid_redirect_uri");
@@ -235,11 +241,16 @@ async fn token(State(st): State<Shared>, body: String) -> Response {
         _ => return oauth_error("unsupported_grant_type"),
     }
     st.seq += 1;
-    let (access, refresh) = (format!("at-{}-secret", st.seq), format!("rt-{}-secret", st.seq));
+    let (access, refresh) = (
+        format!("at-{}-secret", st.seq),
+        format!("rt-{}-secret", st.seq),
+    );
     st.access.push(access.clone());
     st.refresh.push(refresh.clone());
-    Json(json!({"access_token": access, "token_type": "Bearer", "expires_in": 3600,
-        "refresh_token": refresh, "scope": "docs:read"}))
+    Json(
+        json!({"access_token": access, "token_type": "Bearer", "expires_in": 3600,
+        "refresh_token": refresh, "scope": "docs:read"}),
+    )
     .into_response()
 }
 
@@ -258,7 +269,13 @@ fn unauthorized(st: &mut St, headers: &HeaderMap) -> Option<Response> {
         "Bearer error=\"invalid_token\", resource_metadata=\"{}/.well-known/oauth-protected-resource/mcp\"",
         st.base
     );
-    Some((StatusCode::UNAUTHORIZED, [(header::WWW_AUTHENTICATE, challenge)]).into_response())
+    Some(
+        (
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, challenge)],
+        )
+            .into_response(),
+    )
 }
 
 async fn mcp(State(st): State<Shared>, headers: HeaderMap, Json(msg): Json<Value>) -> Response {

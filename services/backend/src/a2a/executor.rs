@@ -246,10 +246,9 @@ fn translate(
     context_id: &str,
 ) -> Option<Change> {
     let run = progress.run_id.as_str();
-    if let Some((state, message)) =
-        progress
-            .sign_ins
-            .apply(&frame.event, run, task_id, context_id)
+    if let Some((state, message)) = progress
+        .sign_ins
+        .apply(&frame.event, run, task_id, context_id)
     {
         return Some(Change::Status(state, Some(message)));
     }
@@ -325,8 +324,7 @@ impl RuntimeExecutor {
         progress: &mut Progress,
         events: &EventSink,
     ) -> Result<Flow, Error> {
-        let Some(change) = translate(frame, progress, events.task_id(), events.context_id())
-        else {
+        let Some(change) = translate(frame, progress, events.task_id(), events.context_id()) else {
             return Ok(Flow::Continue);
         };
         let flow = if change.stops() {
@@ -463,10 +461,7 @@ impl Executor for RuntimeExecutor {
                 let (state, message) = progress
                     .sign_ins
                     .status(events.task_id(), events.context_id());
-                events
-                    .status(state, Some(message))
-                    .await
-                    .map_err(failed)?;
+                events.status(state, Some(message)).await.map_err(failed)?;
                 progress
             }
             _ => {

@@ -54,13 +54,16 @@ impl OpenSignIns {
                 let said = match outcome {
                     SignInOutcome::SignedIn => format!("signed in to `{server}`; going on"),
                     SignInOutcome::TimedOut => {
-                        format!("nobody signed in to `{server}` in time; going on without its tools")
+                        format!(
+                            "nobody signed in to `{server}` in time; going on without its tools"
+                        )
                     }
                     SignInOutcome::Failed => {
                         format!("the sign-in to `{server}` failed; going on without its tools")
                     }
                 };
-                let message = Message::agent(vec![Part::text(said)], Some(task_id), Some(context_id));
+                let message =
+                    Message::agent(vec![Part::text(said)], Some(task_id), Some(context_id));
                 Some((TaskState::Working, message))
             }
             _ => None,
@@ -134,7 +137,12 @@ mod tests {
         assert_eq!(message.context_id.as_deref(), Some("c"));
 
         let (state, message) = open
-            .apply(&ended("r1", "docs", SignInOutcome::SignedIn), "r1", "t", "c")
+            .apply(
+                &ended("r1", "docs", SignInOutcome::SignedIn),
+                "r1",
+                "t",
+                "c",
+            )
             .unwrap();
         assert_eq!(state, TaskState::Working);
         assert_eq!(message.text(), "signed in to `docs`; going on");
@@ -159,7 +167,11 @@ mod tests {
             .apply(&ended("r1", "b", SignInOutcome::Failed), "r1", "t", "c")
             .unwrap();
         assert_eq!(state, TaskState::Working);
-        assert!(message.text().contains("without its tools"), "{}", message.text());
+        assert!(
+            message.text().contains("without its tools"),
+            "{}",
+            message.text()
+        );
     }
 
     #[test]

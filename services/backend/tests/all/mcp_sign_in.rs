@@ -196,10 +196,7 @@ async fn a_task_is_auth_required_until_the_person_signs_in_then_completes() {
     let rest = until_state(&mut rx, "TASK_STATE_COMPLETED").await;
     let states: Vec<&str> = rest.iter().filter_map(state).collect();
     assert_eq!(states.first(), Some(&"TASK_STATE_WORKING"), "{rest:#?}");
-    assert!(
-        !states.contains(&"TASK_STATE_AUTH_REQUIRED"),
-        "{states:?}"
-    );
+    assert!(!states.contains(&"TASK_STATE_AUTH_REQUIRED"), "{states:?}");
     assert_eq!(
         rest[0]["statusUpdate"]["status"]["message"]["parts"][0]["text"],
         "signed in to `docs`; going on"

@@ -294,7 +294,9 @@ async fn a_pending_sign_in_is_listed_and_its_end_waited_for() -> Result<()> {
     assert_eq!(pending.len(), 1, "{pending:?}");
     assert_eq!(pending[0].server, "remote");
     assert!(
-        pending[0].url.starts_with(&format!("{}/authorize?", fake.base)),
+        pending[0]
+            .url
+            .starts_with(&format!("{}/authorize?", fake.base)),
         "{pending:?}"
     );
     let waiter = {
