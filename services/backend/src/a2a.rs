@@ -7,6 +7,7 @@
 
 pub mod executor;
 pub mod pg_store;
+mod sign_in;
 pub mod store;
 
 use std::net::SocketAddr;

@@ -24,7 +24,9 @@ pub mod trust;
 
 pub use error::{Error, Result};
 pub use expand::{expand_vars, ExpandError};
-pub use manager::{ManagerOptions, McpManager, ServerState, ServerStatus};
+pub use manager::{
+    ManagerOptions, McpManager, PendingSignIn, ServerState, ServerStatus, SignInEnd,
+};
 pub use tool::{result_text, tool_name, McpTool};
 pub use trust::{project_id, TrustStore};
 

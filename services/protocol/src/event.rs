@@ -323,6 +323,30 @@ pub enum Event {
         detail: String,
     },
 
+    /// An MCP server of the run needs a person to sign in (OAuth authorization code flow,
+    /// docs/protocol.md "MCP sign-in"): `url` is the authorization URL to open in a
+    /// browser. The run waits for the sign-in to end (`mcp.sign_in_ended`) before its step
+    /// goes on; while it waits, an A2A task of the run is `TASK_STATE_AUTH_REQUIRED`.
+    #[serde(rename = "mcp.sign_in_required")]
+    McpSignInRequired {
+        run_id: String,
+        /// The server's name in `mcp.json` / `.mcp.json`.
+        server: String,
+        /// The authorization URL (carries no token or client secret).
+        url: String,
+    },
+    /// The sign-in announced by `mcp.sign_in_required` ended: the run goes on, with the
+    /// server's tools when `outcome` is `signed_in`.
+    #[serde(rename = "mcp.sign_in_ended")]
+    McpSignInEnded {
+        run_id: String,
+        server: String,
+        outcome: SignInOutcome,
+        /// Why it failed (`failed`; never a token or a secret).
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        detail: String,
+    },
+
     /// Agent teams (`crate::team`, docs/protocol.md "Teams").
     #[serde(rename = "team.entered")]
     TeamEntered(TeamEntered),
@@ -395,6 +419,8 @@ impl Event {
             Event::GoalUpdated { .. } => "goal.updated",
             Event::GoalCompleted { .. } => "goal.completed",
             Event::DelegateUpdated { .. } => "delegate.updated",
+            Event::McpSignInRequired { .. } => "mcp.sign_in_required",
+            Event::McpSignInEnded { .. } => "mcp.sign_in_ended",
             Event::TeamEntered(_) => "team.entered",
             Event::TeamExited(_) => "team.exited",
             Event::TeamContractWritten(_) => "team.contract_written",
@@ -459,6 +485,8 @@ impl Event {
             | Event::Checkpoint { run_id, .. }
             | Event::MemoryRecalled { run_id, .. }
             | Event::DelegateUpdated { run_id, .. }
+            | Event::McpSignInRequired { run_id, .. }
+            | Event::McpSignInEnded { run_id, .. }
             | Event::GoalStarted { run_id, .. }
             | Event::AgentStarted {
                 parent_run_id: run_id,
@@ -514,6 +542,19 @@ pub enum DelegateStep {
     /// parked — the run waits on it, input-required with the reason in `detail` — until a
     /// retry (`delegate.retry`, or an A2A `GetTask` on the run's task) reaches the agent.
     Waiting,
+}
+
+/// How an MCP sign-in ended (`mcp.sign_in_ended`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SignInOutcome {
+    /// The person signed in: the server's tools are offered from now on.
+    SignedIn,
+    /// Nobody signed in within the time limit (`auth_timeout`, 5 min): the run goes on
+    /// without the server's tools; its next use starts a new sign-in.
+    TimedOut,
+    /// The sign-in ended without tokens (refused, an OAuth error): `detail` says why.
+    Failed,
 }
 
 fn is_false(value: &bool) -> bool {

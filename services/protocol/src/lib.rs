@@ -17,7 +17,7 @@ pub mod team;
 
 pub use confinement::Confinement;
 pub use error::{ErrorCode, ErrorObject};
-pub use event::{Decision, DelegateStep, Event, TodoItem, ToolCallInfo, Usage};
+pub use event::{Decision, DelegateStep, Event, SignInOutcome, TodoItem, ToolCallInfo, Usage};
 pub use frame::{ClientFrame, DeltaFrame, EventFrame, ServerFrame};
 pub use goal::{GoalBudgets, GoalState, GoalUsage};
 pub use skill::SkillSource;

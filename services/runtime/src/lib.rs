@@ -11,6 +11,7 @@ pub mod goal;
 pub mod hooks;
 pub mod journal;
 pub mod mcp;
+mod mcp_sign_in;
 pub mod memory;
 pub mod projection;
 mod queue;

@@ -8,6 +8,7 @@
 //! pseudo-tool `mcp_trust` (arguments: the server and its raw, unexpanded command or URL);
 //! allowing records the trust under the AppRoot (asked once per definition). Headless runs
 //! get a warning naming `/mcp trust <name>`. Configuration problems become warnings too.
+//! A server waiting for a person to sign in (OAuth) is waited for: `crate::mcp_sign_in`.
 
 use std::sync::Arc;
 
@@ -47,13 +48,20 @@ pub(crate) async fn prepare(ctx: &RunContext) -> Result<()> {
     Ok(())
 }
 
-/// The MCP tools a step offers (connecting servers not connected yet).
-pub(crate) async fn refresh_tools(ctx: &RunContext) {
+/// The MCP tools a step offers (connecting servers not connected yet). A server that
+/// waits for a person to sign in is waited for first (`crate::mcp_sign_in`), then listed
+/// again.
+pub(crate) async fn refresh_tools(ctx: &RunContext) -> Result<()> {
     let Some(manager) = ctx.session.mcp() else {
-        return;
+        return Ok(());
     };
-    let tools = manager.tools(ctx.session.project_root()).await;
+    let root = ctx.session.project_root();
+    let mut tools = manager.tools(root).await;
+    if crate::mcp_sign_in::wait_for_sign_ins(ctx, manager).await? {
+        tools = manager.tools(root).await;
+    }
     ctx.session.lock().mcp_tools = tools;
+    Ok(())
 }
 
 /// The MCP tool of that name, as last listed.

@@ -270,6 +270,8 @@ impl Projection {
             | Event::Checkpoint { .. }
             | Event::MemoryRecalled { .. }
             | Event::DelegateUpdated { .. }
+            | Event::McpSignInRequired { .. }
+            | Event::McpSignInEnded { .. }
             | Event::TeamMemberThinking(_)
             | Event::Unknown => {}
         }

@@ -57,6 +57,8 @@ pub(crate) struct State {
     pub(crate) goal_overrides: HashMap<String, Map<String, Value>>,
     /// The MCP tools the current step offers (`crate::mcp::refresh_tools`).
     pub(crate) mcp_tools: Vec<Arc<dyn lumina_tools::Tool>>,
+    /// The MCP servers whose sign-in the active run already waited for.
+    pub(crate) mcp_sign_ins_waited: crate::mcp_sign_in::Waited,
     /// Trust questions the user declined in this session (`crate::trust`; not asked again).
     pub(crate) trust_declined: std::collections::HashSet<String>,
 }

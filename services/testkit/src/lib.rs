@@ -1,14 +1,17 @@
 //! Test-only helpers for Lumina: a scripted model server (the one stand-in Lumina's tests
 //! use, see CONTRIBUTING.md#tests), launchers for real PostgreSQL and Redis processes on
-//! free ports, and the MCP peers from npm (docs/design.md#real-services).
+//! free ports, the MCP peers from npm (docs/design.md#real-services), and an OAuth-protected
+//! MCP server for sign-in tests (`mcp_oauth`).
 //!
 //! Nothing here is used by production code paths.
 
+pub mod mcp_oauth;
 pub mod mcp_peers;
 pub mod model_server;
 pub mod postgres;
 pub mod redis;
 
+pub use mcp_oauth::{OAuthCounts, OAuthMcpServer};
 pub use mcp_peers::{EverythingServer, McpPeers};
 pub use model_server::{
     HttpError, RecordedRequest, ScriptedApi, ScriptedModelServer, ScriptedToolCall, ScriptedUsage,

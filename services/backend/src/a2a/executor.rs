@@ -11,6 +11,7 @@
 //! | `permission.requested` | `TASK_STATE_INPUT_REQUIRED` (the next message answers it) |
 //! | `delegate.updated` step `waiting` | `TASK_STATE_INPUT_REQUIRED` (a delegation parked: its agent is unreachable) |
 //! | a later `delegate.updated` of that call from the agent | `TASK_STATE_WORKING` |
+//! | `mcp.sign_in_required` / `mcp.sign_in_ended` | `TASK_STATE_AUTH_REQUIRED` while a sign-in is open, then `TASK_STATE_WORKING` ([`super::sign_in`]) |
 //! | `run.completed` | artifact `result` (the final text), then `TASK_STATE_COMPLETED` |
 //! | `run.failed` | `TASK_STATE_FAILED` |
 //! | `run.interrupted` by crash recovery | `TASK_STATE_INPUT_REQUIRED`, marked as a restart (a message continues the task) |
@@ -18,9 +19,11 @@
 //!
 //! The task's metadata `lumina` holds `sessionId`, `runId`, `lastSeq` (the last journal
 //! event applied), `pendingRequest` (the permission request waiting for an answer) and
-//! `parkedCall` (the parked `a2a_delegate` call), so a task nobody follows (after a restart)
-//! catches up from the journal on the next read, and a read of a parked task retries its
-//! agent ([`Executor::advance`] → `delegate.retry`).
+//! `parkedCall` (the parked `a2a_delegate` call) and `signIns` (the MCP sign-ins still
+//! open), so a task nobody follows (after a restart) catches up from the journal on the next
+//! read, and a read of a parked task retries its agent ([`Executor::advance`] →
+//! `delegate.retry`). An execution keeps following its run through auth-required: the
+//! sign-in happens out of band and the run goes on by itself.
 
 use std::sync::Arc;
 
@@ -42,6 +45,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
 
+use super::sign_in::OpenSignIns;
 use crate::profile::Profile;
 
 mod advance;
@@ -124,6 +128,8 @@ struct Progress {
     /// The `a2a_delegate` call the run is parked on (its agent unreachable).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     parked_call: Option<String>,
+    #[serde(default, skip_serializing_if = "OpenSignIns::is_empty")]
+    sign_ins: OpenSignIns,
 }
 
 impl Progress {
@@ -258,15 +264,22 @@ impl Change {
     }
 }
 
-/// The change one journal event of run `run` makes to task `task_id`, if any (`parked`:
-/// the delegation call the run is parked on).
+/// The change one journal event of the task's run makes to task `task_id`, if any
+/// (`progress` keeps the run's open MCP sign-ins and the delegation call it is parked on).
 fn translate(
     frame: &EventFrame,
-    run: &str,
-    parked: Option<&str>,
+    progress: &mut Progress,
     task_id: &str,
     context_id: &str,
 ) -> Option<Change> {
+    let run = progress.run_id.as_str();
+    let parked = progress.parked_call.as_deref();
+    if let Some((state, message)) = progress
+        .sign_ins
+        .apply(&frame.event, run, task_id, context_id)
+    {
+        return Some(Change::Status(state, Some(message)));
+    }
     let text = |text: &str| Message::agent(vec![Part::text(text)], Some(task_id), Some(context_id));
     let change = match &frame.event {
         Event::RunStarted { run_id, .. } if run_id == run => {
@@ -373,13 +386,7 @@ impl RuntimeExecutor {
         progress: &mut Progress,
         events: &EventSink,
     ) -> Result<Flow, Error> {
-        let Some(change) = translate(
-            frame,
-            &progress.run_id,
-            progress.parked_call.as_deref(),
-            events.task_id(),
-            events.context_id(),
-        ) else {
+        let Some(change) = translate(frame, progress, events.task_id(), events.context_id()) else {
             return Ok(Flow::Continue);
         };
         match &change {
@@ -537,6 +544,16 @@ impl Executor for RuntimeExecutor {
                 progress.save(&events).await.map_err(failed)?;
                 progress
             }
+            Some(progress) if !progress.sign_ins.is_empty() => {
+                // A message while the run waits for an MCP sign-in: nothing to answer
+                // (the sign-in happens in a browser); the task stays auth-required and
+                // this execution follows the run on.
+                let (state, message) = progress
+                    .sign_ins
+                    .status(events.task_id(), events.context_id());
+                events.status(state, Some(message)).await.map_err(failed)?;
+                progress
+            }
             _ => {
                 let head: SessionEventsResult = self
                     .call(
@@ -577,6 +594,7 @@ impl Executor for RuntimeExecutor {
                     last_seq: head.head_seq,
                     pending_request: None,
                     parked_call: None,
+                    sign_ins: OpenSignIns::default(),
                 };
                 progress.save(&events).await.map_err(failed)?;
                 progress
@@ -722,13 +740,9 @@ impl Executor for RuntimeExecutor {
                             continue;
                         }
                         s.progress.last_seq = frame.seq;
-                        let Some(change) = translate(
-                            &frame,
-                            &s.progress.run_id,
-                            s.progress.parked_call.as_deref(),
-                            &s.task_id,
-                            &s.context_id,
-                        ) else {
+                        let Some(change) =
+                            translate(&frame, &mut s.progress, &s.task_id, &s.context_id)
+                        else {
                             continue;
                         };
                         match &change {

@@ -25,6 +25,7 @@ mod limits;
 mod locomo;
 mod mcp_client;
 mod mcp_server;
+mod mcp_sign_in;
 mod memory;
 mod permissions;
 mod rag;

@@ -6,7 +6,10 @@
 //! connects trusted servers lazily and in parallel when their tools are first asked for.
 
 mod auth;
+mod sign_in;
 pub(crate) mod slot;
+
+pub use sign_in::{PendingSignIn, SignInEnd};
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};

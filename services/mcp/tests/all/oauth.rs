@@ -281,3 +281,67 @@ async fn an_abandoned_sign_in_is_reported_and_restarted_only_on_use() -> Result<
     manager.shutdown().await;
     Ok(())
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_pending_sign_in_is_listed_and_its_end_waited_for() -> Result<()> {
+    let fake = FakeOAuth::start(3600).await?;
+    let env = Env::new()?;
+    env.write_user_config(&json!({"mcpServers": {"remote": {"url": fake.mcp_url()}}}))?;
+    let manager = McpManager::new(ManagerOptions::new(env.app_root.clone()));
+    assert!(manager.pending_sign_ins(&env.project).is_empty());
+    assert!(manager.tools(&env.project).await.is_empty());
+    let pending = manager.pending_sign_ins(&env.project);
+    assert_eq!(pending.len(), 1, "{pending:?}");
+    assert_eq!(pending[0].server, "remote");
+    assert!(
+        pending[0]
+            .url
+            .starts_with(&format!("{}/authorize?", fake.base)),
+        "{pending:?}"
+    );
+    let waiter = {
+        let (manager, project) = (manager.clone(), env.project.clone());
+        tokio::spawn(async move { manager.wait_sign_in(&project, "remote").await })
+    };
+    // A person's browser: the authorization page redirects to the loopback listener.
+    let page = reqwest::get(&pending[0].url).await?.text().await?;
+    assert!(page.contains("Signed in"), "{page}");
+    let end = tokio::time::timeout(Duration::from_secs(20), waiter).await??;
+    assert_eq!(end, lumina_mcp::SignInEnd::SignedIn);
+    assert!(manager.pending_sign_ins(&env.project).is_empty());
+    let tools = manager.tools(&env.project).await;
+    support::find_tool(&tools, "mcp__remote__echo")?;
+    // Nothing to wait for any more: it ends at once.
+    assert_eq!(
+        manager.wait_sign_in(&env.project, "remote").await,
+        lumina_mcp::SignInEnd::SignedIn
+    );
+    manager.shutdown().await;
+    Ok(())
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sign_in_nobody_completes_ends_timed_out() -> Result<()> {
+    let fake = FakeOAuth::start(3600).await?;
+    let env = Env::new()?;
+    env.write_user_config(&json!({"mcpServers": {"remote": {"url": fake.mcp_url()}}}))?;
+    let manager = McpManager::new(ManagerOptions {
+        auth_timeout: Duration::from_secs(1),
+        ..ManagerOptions::new(env.app_root.clone())
+    });
+    assert!(manager.tools(&env.project).await.is_empty());
+    assert_eq!(manager.pending_sign_ins(&env.project).len(), 1);
+    let end = tokio::time::timeout(
+        Duration::from_secs(20),
+        manager.wait_sign_in(&env.project, "remote"),
+    )
+    .await?;
+    assert_eq!(end, lumina_mcp::SignInEnd::TimedOut);
+    assert!(manager.pending_sign_ins(&env.project).is_empty());
+    assert_eq!(
+        manager.wait_sign_in(&env.project, "nope").await,
+        lumina_mcp::SignInEnd::Failed("`nope` has no sign-in under way".into())
+    );
+    manager.shutdown().await;
+    Ok(())
+}

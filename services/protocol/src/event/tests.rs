@@ -138,6 +138,46 @@ fn delegate_updated_round_trips() {
 }
 
 #[test]
+fn mcp_sign_in_events_have_their_wire_shape() {
+    let required = Event::McpSignInRequired {
+        run_id: "r1".into(),
+        server: "docs".into(),
+        url: "https://as.example/authorize?client_id=c&state=s".into(),
+    };
+    let (kind, payload) = required.to_parts();
+    assert_eq!(kind, "mcp.sign_in_required");
+    assert_eq!(
+        payload,
+        serde_json::json!({"run_id": "r1", "server": "docs",
+            "url": "https://as.example/authorize?client_id=c&state=s"})
+    );
+    assert_eq!(Event::from_parts(&kind, &payload).unwrap(), required);
+    assert_eq!(required.run_id(), Some("r1"));
+
+    let ended = Event::McpSignInEnded {
+        run_id: "r1".into(),
+        server: "docs".into(),
+        outcome: crate::SignInOutcome::SignedIn,
+        detail: String::new(),
+    };
+    let (kind, payload) = ended.to_parts();
+    assert_eq!(kind, "mcp.sign_in_ended");
+    assert_eq!(
+        payload,
+        serde_json::json!({"run_id": "r1", "server": "docs", "outcome": "signed_in"})
+    );
+    assert_eq!(Event::from_parts(&kind, &payload).unwrap(), ended);
+    let timed_out = serde_json::json!({"run_id": "r1", "server": "docs", "outcome": "timed_out"});
+    assert!(matches!(
+        Event::from_parts("mcp.sign_in_ended", &timed_out).unwrap(),
+        Event::McpSignInEnded {
+            outcome: crate::SignInOutcome::TimedOut,
+            ..
+        }
+    ));
+}
+
+#[test]
 fn team_gate_events_have_their_wire_shape_and_old_payloads_decode() {
     use crate::team::{FollowUpDisposition, TeamCompleted, TeamEntered, TeamFollowUpResolved};
     let resolved = Event::TeamFollowUpResolved(TeamFollowUpResolved {

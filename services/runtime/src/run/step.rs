@@ -263,7 +263,7 @@ async fn compile(
     if step == 1 && ctx.is_main() {
         crate::mcp::prepare(ctx).await?;
     }
-    crate::mcp::refresh_tools(ctx).await;
+    crate::mcp::refresh_tools(ctx).await?;
     let tools: Vec<ToolSpec> = subagent::offered_tools(ctx, settings)
         .into_iter()
         .map(|d| ToolSpec {

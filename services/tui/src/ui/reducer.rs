@@ -419,6 +419,15 @@ impl App {
                     self.transcript.push(EntryKind::Dim(line));
                 }
             }
+            Event::McpSignInRequired { server, url, .. } => self.notice(
+                Level::Warning,
+                format!("MCP server `{server}` needs you to sign in: open {url}"),
+            ),
+            event @ Event::McpSignInEnded { .. } => {
+                if let Some(line) = sign_in_line(event) {
+                    self.transcript.push(EntryKind::Dim(line));
+                }
+            }
             Event::TeamEntered(_)
             | Event::TeamExited(_)
             | Event::TeamCompleted(_)
@@ -634,6 +643,30 @@ fn delegate_line(event: &Event) -> Option<String> {
         DelegateStep::Waiting => format!("a2a {agent}: waiting (unreachable) — {detail}"),
     };
     Some(line.trim_end().to_owned())
+}
+
+/// A transcript line for the end of an MCP sign-in (`mcp.sign_in_ended`).
+fn sign_in_line(event: &Event) -> Option<String> {
+    use lumina_client::protocol::SignInOutcome;
+    let Event::McpSignInEnded {
+        server,
+        outcome,
+        detail,
+        ..
+    } = event
+    else {
+        return None;
+    };
+    Some(match outcome {
+        SignInOutcome::SignedIn => format!("mcp {server}: signed in"),
+        SignInOutcome::TimedOut => {
+            format!("mcp {server}: nobody signed in in time; going on without its tools")
+        }
+        SignInOutcome::Failed => format!(
+            "mcp {server}: sign-in failed, going on without its tools — {}",
+            first_line(detail)
+        ),
+    })
 }
 
 fn recalled_line(source_ids: &[String]) -> String {

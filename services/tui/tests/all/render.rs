@@ -532,6 +532,47 @@ fn recalled_memory_names_its_source_ids() {
 }
 
 #[test]
+fn an_mcp_sign_in_shows_its_url_and_its_end() {
+    let mut app = app();
+    let mut journal = Journal::new();
+    live_turn(&mut app, &mut journal);
+    journal.apply(
+        &mut app,
+        vec![
+            Event::McpSignInRequired {
+                run_id: "r2".into(),
+                server: "docs".into(),
+                url: "http://127.0.0.1:9/authorize?state=s".into(),
+            },
+            Event::McpSignInEnded {
+                run_id: "r2".into(),
+                server: "docs".into(),
+                outcome: lumina_client::protocol::SignInOutcome::TimedOut,
+                detail: String::new(),
+            },
+        ],
+    );
+    let terminal = draw(&mut app, 120, 30);
+    let text: String = terminal
+        .backend()
+        .buffer()
+        .content()
+        .iter()
+        .map(|c| c.symbol())
+        .collect();
+    assert!(
+        text.contains(
+            "MCP server `docs` needs you to sign in: open http://127.0.0.1:9/authorize?state=s"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("mcp docs: nobody signed in in time; going on without its tools"),
+        "{text}"
+    );
+}
+
+#[test]
 fn multi_line_input_grows() {
     let mut app = app();
     typed(&mut app, "first line");

@@ -113,6 +113,14 @@ export class Timeline {
       case 'warning':
         this.item('notice warning', `Warning (${e.code}): ${e.message}`);
         break;
+      case 'mcp.sign_in_required':
+        this.item('notice warning', `MCP server ${e.server} needs you to sign in: `, signInLink(e.url));
+        break;
+      case 'mcp.sign_in_ended':
+        this.item('notice small', e.outcome === 'signed_in'
+          ? `MCP server ${e.server}: signed in`
+          : `MCP server ${e.server}: sign-in ${e.outcome === 'timed_out' ? 'timed out' : 'failed'}; going on without its tools${e.detail ? ' (' + e.detail + ')' : ''}`);
+        break;
       case 'checkpoint':
         this.item('notice small', `Context compacted (${e.tokens_before} → ${e.tokens_after} tokens)`);
         break;
@@ -166,6 +174,19 @@ export class Timeline {
       t.card.after(view);
     }
   }
+}
+
+// The authorization URL of an MCP sign-in as a link (http and https only; anything else as
+// text).
+function signInLink(raw) {
+  let url;
+  try {
+    url = new URL(String(raw));
+  } catch {
+    return String(raw);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return String(raw);
+  return h('a', { href: url.href, rel: 'noopener noreferrer', target: '_blank' }, 'open the sign-in page');
 }
 
 const IMAGE_TYPES = new Set(['image/png']);

@@ -109,7 +109,7 @@ impl OAuth {
                 }
                 Err(e) => {
                     tracing::warn!(server = %me.cfg.label, error = %e, "mcp sign-in failed");
-                    Some(e.to_string())
+                    Some(e)
                 }
             };
             me.with_state(|s| {

@@ -14,6 +14,12 @@ pub enum AuthError {
         "needs authorization: open this URL in a browser to sign in (waiting {minutes} min): {url}"
     )]
     Pending { url: String, minutes: u64 },
+    /// Nobody completed the sign-in within the user agent's time limit.
+    #[error(
+        "needs authorization: nobody completed the sign-in within {secs} s; the next use of the \
+         server starts a new one"
+    )]
+    SignInTimedOut { secs: u64 },
     /// Discovery, registration, the authorization response or a token request failed.
     #[error("authorization failed: {0}")]
     Failed(String),

@@ -125,11 +125,9 @@ impl Redirect for LoopbackRedirect {
             let accepted = tokio::time::timeout_at(deadline, self.listener.accept()).await;
             let stream = match accepted {
                 Err(_) => {
-                    return Err(AuthError::Needed(format!(
-                        "nobody completed the sign-in within {} s; the next use of the server \
-                         starts a new one",
-                        self.timeout.as_secs()
-                    )))
+                    return Err(AuthError::SignInTimedOut {
+                        secs: self.timeout.as_secs(),
+                    })
                 }
                 Ok(Err(e)) => {
                     tracing::debug!(error = %e, "oauth callback accept failed");
@@ -271,6 +269,6 @@ mod tests {
         assert_eq!(again.redirect_uri(), &uri);
         let auth_url = Url::parse("https://as.example/authorize?state=S").unwrap();
         let err = again.complete(&auth_url).await.unwrap_err();
-        assert!(matches!(err, AuthError::Needed(_)), "{err}");
+        assert!(matches!(err, AuthError::SignInTimedOut { .. }), "{err}");
     }
 }

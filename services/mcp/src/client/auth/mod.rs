@@ -137,7 +137,7 @@ struct State {
     /// The authorization URL a person has yet to open.
     pending: Option<String>,
     /// Why the last background sign-in ended without tokens.
-    sign_in_failure: Option<String>,
+    sign_in_failure: Option<AuthError>,
     /// No refresh attempt before this (after one failed for a network reason).
     refresh_backoff: Option<Instant>,
 }
@@ -201,6 +201,12 @@ impl OAuth {
     /// Why the last background sign-in ended without tokens (until a new one starts or
     /// tokens arrive).
     pub fn sign_in_failure(&self) -> Option<String> {
+        self.sign_in_error().map(|e| e.to_string())
+    }
+
+    /// [`Self::sign_in_failure`] as the typed error (a timeout is
+    /// [`AuthError::SignInTimedOut`]).
+    pub fn sign_in_error(&self) -> Option<AuthError> {
         self.with_state(|s| s.sign_in_failure.clone())
     }
 
