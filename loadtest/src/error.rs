@@ -35,6 +35,69 @@ impl Error {
     }
 }
 
+/// What one harness operation failed with — starting, signalling or restarting an instance,
+/// injecting or healing a fault, reading the journal, one raw connection. The scenario that
+/// called it records the message in its report or turns it into an [`Error`].
+#[derive(Debug, thiserror::Error)]
+pub enum HarnessError {
+    /// A program could not be started.
+    #[error("cannot run {program}: {source}")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// A program ran and failed.
+    #[error("`{command}` failed: {detail}")]
+    Failed { command: String, detail: String },
+    /// A file, socket or process could not be used (`what` names it).
+    #[error("{what}: {source}")]
+    Io {
+        what: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// PostgreSQL answered with an error (`what` says what was being done).
+    #[error("{what}: {}", postgres_detail(.source))]
+    Postgres {
+        what: &'static str,
+        #[source]
+        source: tokio_postgres::Error,
+    },
+    /// Nothing answered in time.
+    #[error("{0} timed out")]
+    Timeout(String),
+    /// A call of the client failed (`what` says which).
+    #[error("{what}: {source}")]
+    Client {
+        what: String,
+        #[source]
+        source: ClientError,
+    },
+    /// What the operation needs is missing (a setting, a command, a file, a privilege) or
+    /// the target is not in the state it needs; the message says which.
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+impl HarnessError {
+    /// An [`HarnessError::Io`] naming what was being used.
+    pub(crate) fn io(what: impl Into<String>, source: std::io::Error) -> HarnessError {
+        HarnessError::Io {
+            what: what.into(),
+            source,
+        }
+    }
+}
+
+/// tokio-postgres' error with its cause (its own message is only the category).
+fn postgres_detail(error: &tokio_postgres::Error) -> String {
+    match std::error::Error::source(error) {
+        Some(cause) => format!("{error}: {cause}"),
+        None => error.to_string(),
+    }
+}
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, HarnessError, Result};
 
 /// The whole file.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -221,9 +221,11 @@ fn is_zombie_or_gone(pid: u32) -> bool {
 }
 
 /// Sends `signal` (`KILL`, `STOP`, `CONT`, …) to a live `lumina-backend` process.
-pub fn signal_backend(pid: u32, signal: &str) -> Result<(), String> {
+pub fn signal_backend(pid: u32, signal: &str) -> Result<(), HarnessError> {
     if !is_live_backend(pid) {
-        return Err(format!("pid {pid} is not a running lumina-backend"));
+        return Err(HarnessError::Unavailable(format!(
+            "pid {pid} is not a running lumina-backend"
+        )));
     }
     let status = Command::new("kill")
         .args([&format!("-{signal}"), &pid.to_string()])
@@ -231,16 +233,22 @@ pub fn signal_backend(pid: u32, signal: &str) -> Result<(), String> {
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
-        .map_err(|e| format!("cannot run kill: {e}"))?;
+        .map_err(|source| HarnessError::Spawn {
+            program: "kill".into(),
+            source,
+        })?;
     if !status.success() {
-        return Err(format!("kill -{signal} {pid} failed ({status})"));
+        return Err(HarnessError::Failed {
+            command: format!("kill -{signal} {pid}"),
+            detail: status.to_string(),
+        });
     }
     Ok(())
 }
 
 /// Sends SIGKILL to a live `lumina-backend` process and waits (up to 10 s) until it is gone.
 /// `child` is the handle when this process started it (it is reaped then).
-pub fn kill9(pid: u32, child: Option<&mut Child>) -> Result<(), String> {
+pub fn kill9(pid: u32, child: Option<&mut Child>) -> Result<(), HarnessError> {
     signal_backend(pid, "KILL")?;
     if let Some(child) = child {
         let _ = child.wait();
@@ -248,7 +256,9 @@ pub fn kill9(pid: u32, child: Option<&mut Child>) -> Result<(), String> {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !is_zombie_or_gone(pid) {
         if Instant::now() > deadline {
-            return Err(format!("pid {pid} still runs 10 s after SIGKILL"));
+            return Err(HarnessError::Unavailable(format!(
+                "pid {pid} still runs 10 s after SIGKILL"
+            )));
         }
         std::thread::sleep(Duration::from_millis(10));
     }
@@ -256,9 +266,9 @@ pub fn kill9(pid: u32, child: Option<&mut Child>) -> Result<(), String> {
 }
 
 /// Reads an env file: `KEY=VALUE` per line; blank lines and `#` comments are skipped.
-pub fn read_env_file(path: &Path) -> Result<BTreeMap<String, String>, String> {
+pub fn read_env_file(path: &Path) -> Result<BTreeMap<String, String>, HarnessError> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| format!("cannot read the env file {}: {e}", path.display()))?;
+        .map_err(|e| HarnessError::io(format!("cannot read the env file {}", path.display()), e))?;
     let mut vars = BTreeMap::new();
     for line in text.lines() {
         let line = line.trim_end_matches('\r');
@@ -278,15 +288,18 @@ pub fn read_env_file(path: &Path) -> Result<BTreeMap<String, String>, String> {
 
 /// Starts the instance again as recorded (own process group, output appended to its log)
 /// and writes the new pid to its pid file.
-pub fn restart(instance: &Instance) -> Result<Child, String> {
+pub fn restart(instance: &Instance) -> Result<Child, HarnessError> {
     let Some(restart) = &instance.restart else {
-        return Err(format!(
+        return Err(HarnessError::Unavailable(format!(
             "the instances file has no restart command for {}",
             instance.id
-        ));
+        )));
     };
     let Some((program, args)) = restart.argv.split_first() else {
-        return Err(format!("the restart command of {} is empty", instance.id));
+        return Err(HarnessError::Unavailable(format!(
+            "the restart command of {} is empty",
+            instance.id
+        )));
     };
     let mut command = Command::new(program);
     command.args(args).stdin(Stdio::null()).process_group(0);
@@ -302,22 +315,23 @@ pub fn restart(instance: &Instance) -> Result<Child, String> {
                 .create(true)
                 .append(true)
                 .open(log)
-                .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+                .map_err(|e| HarnessError::io(format!("cannot open {}", log.display()), e))?;
             let err = file
                 .try_clone()
-                .map_err(|e| format!("cannot open {}: {e}", log.display()))?;
+                .map_err(|e| HarnessError::io(format!("cannot open {}", log.display()), e))?;
             command.stdout(file).stderr(err);
         }
         None => {
             command.stdout(Stdio::null()).stderr(Stdio::null());
         }
     }
-    let child = command
-        .spawn()
-        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    let child = command.spawn().map_err(|source| HarnessError::Spawn {
+        program: program.clone(),
+        source,
+    })?;
     if let Some(pid_file) = &instance.pid_file {
         std::fs::write(pid_file, format!("{}\n", child.id()))
-            .map_err(|e| format!("cannot write {}: {e}", pid_file.display()))?;
+            .map_err(|e| HarnessError::io(format!("cannot write {}", pid_file.display()), e))?;
     }
     Ok(child)
 }
@@ -352,14 +366,16 @@ pub async fn http_status(base: &url::Url, path: &str) -> Option<u16> {
 }
 
 /// Polls `/readyz` until it answers 200; the time it took.
-pub async fn wait_ready(base: &url::Url, timeout: Duration) -> Result<Duration, String> {
+pub async fn wait_ready(base: &url::Url, timeout: Duration) -> Result<Duration, HarnessError> {
     let start = Instant::now();
     loop {
         if http_status(base, "/readyz").await == Some(200) {
             return Ok(start.elapsed());
         }
         if start.elapsed() > timeout {
-            return Err(format!("{base} not ready after {timeout:?}"));
+            return Err(HarnessError::Unavailable(format!(
+                "{base} not ready after {timeout:?}"
+            )));
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

@@ -31,7 +31,7 @@ pub mod scenarios;
 pub mod target;
 pub mod track;
 
-pub use error::{Error, Result};
+pub use error::{Error, HarnessError, Result};
 pub use report::Report;
 pub use scenarios::{
     run, ChaosOptions, Common, Config, ConnectStormOptions, FailoverOptions, FaultKind,

@@ -317,7 +317,7 @@ fn config(cli: Cli) -> Result<(Config, PathBuf), lumina_loadtest::Error> {
             ready_timeout,
             max_duration,
         } => Scenario::Chaos(ChaosOptions {
-            faults: FaultKind::parse_list(&fault).map_err(lumina_loadtest::Error::Input)?,
+            faults: FaultKind::parse_list(&fault)?,
             trials,
             sessions,
             interval_ms,

@@ -19,7 +19,7 @@ use tokio::net::TcpSocket;
 use tokio::sync::watch;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest as _;
 use tokio_tungstenite::tungstenite::http::{header::AUTHORIZATION, HeaderValue};
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 
 use super::{base_report, check_count, check_secs, secs, Ctx, MAX_CONNECTIONS};
 use crate::error::{Error, Result};
@@ -108,15 +108,15 @@ async fn connect_bound(
     local: IpAddr,
     shutdown: CancelFlag,
     closed_early: Arc<AtomicU64>,
-) -> std::result::Result<(Duration, Duration), String> {
-    let parsed = url::Url::parse(url).map_err(|e| format!("invalid URL: {e}"))?;
+) -> std::result::Result<(Duration, Duration), RawError> {
+    let parsed = url::Url::parse(url)?;
     let host = parsed.host_str().unwrap_or("127.0.0.1");
     let host = host.trim_start_matches('[').trim_end_matches(']');
     let ip: IpAddr = if host.eq_ignore_ascii_case("localhost") {
         IpAddr::from([127, 0, 0, 1])
     } else {
         host.parse()
-            .map_err(|_| format!("{host} is not an IP address"))?
+            .map_err(|_| RawError::NotAnAddress(host.to_string()))?
     };
     let port = parsed.port_or_known_default().unwrap_or(80);
     let start = Instant::now();
@@ -125,21 +125,19 @@ async fn connect_bound(
     } else {
         TcpSocket::new_v6()
     }
-    .map_err(|e| format!("socket: {e}"))?;
+    .map_err(RawError::Socket)?;
     socket
         .bind(SocketAddr::new(local, 0))
-        .map_err(|e| format!("bind {local}: {e}"))?;
+        .map_err(|source| RawError::Bind { local, source })?;
     let connect_timeout = ctx.connector.options.connect_timeout;
     let stream = tokio::time::timeout(connect_timeout, socket.connect(SocketAddr::new(ip, port)))
         .await
-        .map_err(|_| "connect timed out".to_string())?
-        .map_err(|e| format!("connect: {e}"))?;
-    let mut request = url
-        .into_client_request()
-        .map_err(|e| format!("request: {e}"))?;
+        .map_err(|_| RawError::Timeout("connect"))?
+        .map_err(RawError::Connect)?;
+    let mut request = url.into_client_request().map_err(RawError::Request)?;
     if let Some(token) = ctx.target().bearer() {
-        let mut value = HeaderValue::from_str(&format!("Bearer {token}"))
-            .map_err(|_| "the token cannot be sent in a header".to_string())?;
+        let mut value =
+            HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| RawError::Token)?;
         value.set_sensitive(true);
         request.headers_mut().insert(AUTHORIZATION, value);
     }
@@ -148,8 +146,8 @@ async fn connect_bound(
         tokio_tungstenite::client_async(request, stream),
     )
     .await
-    .map_err(|_| "upgrade timed out".to_string())?
-    .map_err(|e| format!("upgrade: {e}"))?;
+    .map_err(|_| RawError::Timeout("upgrade"))?
+    .map_err(RawError::Upgrade)?;
     let connected = start.elapsed();
     let hello_start = Instant::now();
     let hello = serde_json::json!({
@@ -158,7 +156,7 @@ async fn connect_bound(
     });
     ws.send(Message::text(hello.to_string()))
         .await
-        .map_err(|e| format!("send: {e}"))?;
+        .map_err(RawError::Send)?;
     let answered = tokio::time::timeout(ctx.connector.options.call_timeout, async {
         while let Some(message) = ws.next().await {
             if let Ok(Message::Text(text)) = message {
@@ -174,7 +172,7 @@ async fn connect_bound(
     .await
     .unwrap_or(false);
     if !answered {
-        return Err("hello was not answered".into());
+        return Err(RawError::NoHello);
     }
     let hello_time = hello_start.elapsed();
     tokio::spawn(async move {
@@ -219,21 +217,54 @@ async fn open_one(
             Some(Held::Raw)
         }
         Err(error) => {
-            ctx.metrics.error(&format!("connect:{}", raw_kind(&error)));
+            ctx.metrics.error(&format!("connect:{}", error.kind()));
             None
         }
     }
 }
 
-fn raw_kind(error: &str) -> &'static str {
-    if error.contains("timed out") {
-        "timeout"
-    } else if error.contains("401") {
-        "unauthorized"
-    } else if error.starts_with("bind") {
-        "bind"
-    } else {
-        "connect"
+/// Why one raw connection (`--bind-ips`) failed.
+#[derive(Debug, thiserror::Error)]
+enum RawError {
+    #[error("invalid URL: {0}")]
+    Url(#[from] url::ParseError),
+    #[error("{0} is not an IP address")]
+    NotAnAddress(String),
+    #[error("socket: {0}")]
+    Socket(#[source] std::io::Error),
+    #[error("bind {local}: {source}")]
+    Bind {
+        local: IpAddr,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0} timed out")]
+    Timeout(&'static str),
+    #[error("connect: {0}")]
+    Connect(#[source] std::io::Error),
+    #[error("request: {0}")]
+    Request(#[source] WsError),
+    #[error("the token cannot be sent in a header")]
+    Token,
+    #[error("upgrade: {0}")]
+    Upgrade(#[source] WsError),
+    #[error("send: {0}")]
+    Send(#[source] WsError),
+    #[error("hello was not answered")]
+    NoHello,
+}
+
+impl RawError {
+    /// The report's error kind: `timeout`, `unauthorized`, `bind` or `connect`.
+    fn kind(&self) -> &'static str {
+        match self {
+            RawError::Timeout(_) => "timeout",
+            RawError::Upgrade(WsError::Http(response)) if response.status() == 401 => {
+                "unauthorized"
+            }
+            RawError::Bind { .. } => "bind",
+            _ => "connect",
+        }
     }
 }
 

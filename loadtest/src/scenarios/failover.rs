@@ -158,7 +158,7 @@ impl Trial<'_> {
         let mut child = self.children.remove(&owner_idx);
         if let Err(e) = instances::kill9(pid, child.as_mut()) {
             ctx.metrics.violation(format!("trial {n}: {e}"));
-            row.error = Some(e);
+            row.error = Some(e.to_string());
             tracked.kill().await;
             return Ok(row);
         }

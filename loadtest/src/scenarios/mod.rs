@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex as StdMutex};
 use std::time::{Duration, Instant, SystemTime};
 
 use futures::StreamExt as _;
-use lumina_client::ConnectOptions;
+use lumina_client::{ClientError, ConnectOptions};
 use serde::Serialize;
 
 use crate::error::{error_kind, Error, Result};
@@ -211,7 +211,7 @@ impl Slot {
 /// cannot be opened are counted as errors; none at all is a target error.
 pub(crate) async fn open_slots(ctx: &Ctx, n: usize, observers: bool) -> Result<Vec<Arc<Slot>>> {
     let progress = crate::progress::Progress::new(ctx.progress, n as u64, "sessions");
-    let opened: Vec<std::result::Result<Slot, String>> = futures::stream::iter(0..n)
+    let opened: Vec<std::result::Result<Slot, ClientError>> = futures::stream::iter(0..n)
         .map(|i| {
             let progress = progress.clone();
             async move {
@@ -237,48 +237,40 @@ pub(crate) async fn open_slots(ctx: &Ctx, n: usize, observers: bool) -> Result<V
     if slots.is_empty() {
         return Err(Error::Target(format!(
             "could not open any session: {}",
-            first_error.unwrap_or_default()
+            first_error.map(|e| e.to_string()).unwrap_or_default()
         )));
     }
     slots.sort_by_key(|s| s.index);
     Ok(slots)
 }
 
-async fn open_slot(ctx: &Ctx, i: usize, observers: bool) -> std::result::Result<Slot, String> {
+async fn open_slot(ctx: &Ctx, i: usize, observers: bool) -> std::result::Result<Slot, ClientError> {
     let metrics = &ctx.metrics;
-    let (client, notes) = ctx
-        .connector
-        .connect(ctx.target().url(i), metrics)
-        .await
-        .map_err(|e| e.to_string())?;
+    let counted = |what: &'static str| {
+        move |e: ClientError| {
+            metrics.error(&format!("{what}:{}", error_kind(&e)));
+            e
+        }
+    };
+    let (client, notes) = ctx.connector.connect(ctx.target().url(i), metrics).await?;
     let session_id = Tracked::create_session(
         &client,
         ctx.common.project_root.as_deref(),
         &format!("loadtest {i}"),
     )
     .await
-    .map_err(|e| {
-        metrics.error(&format!("create:{}", error_kind(&e)));
-        e.to_string()
-    })?;
+    .map_err(counted("create"))?;
     let tracked = Tracked::subscribe(client, notes, &session_id, observers)
         .await
-        .map_err(|e| {
-            metrics.error(&format!("resume:{}", error_kind(&e)));
-            e.to_string()
-        })?;
+        .map_err(counted("resume"))?;
     let observer = if observers {
         let (client, notes) = ctx
             .connector
             .connect(ctx.target().url(i + 1), metrics)
-            .await
-            .map_err(|e| e.to_string())?;
+            .await?;
         let observer = Tracked::subscribe(client, notes, &session_id, true)
             .await
-            .map_err(|e| {
-                metrics.error(&format!("resume:{}", error_kind(&e)));
-                e.to_string()
-            })?;
+            .map_err(counted("resume"))?;
         Some(Arc::new(observer))
     } else {
         None

@@ -143,3 +143,95 @@ pub(crate) async fn fulltext(
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use lumina_memory::conformance::{sample_conversation, SPACE};
+    use lumina_memory::{MemoryStore, RecallQuery};
+    use lumina_testkit::postgres::PgServer;
+
+    use super::*;
+    use crate::{PgMemory, PgMemoryOptions};
+
+    /// An index batch may write windows (and the ledger hold rows) past the event a view
+    /// reads up to. Those rows must not be candidates nor count in the document frequency:
+    /// with them a word could be in more rows than the view's statistics counted, the IDF's
+    /// ratio went negative and recall failed under load in the cluster with "cannot take
+    /// logarithm of a negative number".
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn rows_past_the_view_are_neither_candidates_nor_counted() {
+        let url = tokio::task::spawn_blocking(|| {
+            PgServer::shared()
+                .unwrap()
+                .create_unique_database("fulltext")
+                .unwrap()
+        })
+        .await
+        .unwrap();
+        let journal = lumina_journal::postgres::PgJournal::connect(&url, 1).unwrap();
+        journal.migrate().await.unwrap();
+        let options = PgMemoryOptions {
+            tenant: "t1".into(),
+            pool_size: 2,
+            ..PgMemoryOptions::default()
+        };
+        let store = PgMemory::connect(&url, options, None).unwrap();
+        store.append(sample_conversation(SPACE)).await.unwrap();
+        // Indexes all ten rows: every window of the generation exists.
+        store
+            .recall(&RecallQuery::new(SPACE, "Biscuit"))
+            .await
+            .unwrap();
+
+        let (c, connection) = tokio_postgres::connect(&url, tokio_postgres::NoTls)
+            .await
+            .unwrap();
+        tokio::spawn(connection);
+        let ids: Vec<i64> = c
+            .query(
+                "SELECT event_id FROM memory_evidence WHERE tenant = 't1' ORDER BY event_id",
+                &[],
+            )
+            .await
+            .unwrap()
+            .iter()
+            .map(|r| r.get(0))
+            .collect();
+        let generation: i64 = c
+            .query_one(
+                "SELECT max(generation) FROM memory_windows WHERE tenant = 't1'",
+                &[],
+            )
+            .await
+            .unwrap()
+            .get(0);
+        let generation = u64::try_from(generation).unwrap();
+        // A view of the first four rows; "Biscuit" is in the fourth and the fifth, and in
+        // the windows around them.
+        let until = u64::try_from(ids[3]).unwrap();
+        let stats = fulltext_stats(&c, "t1", generation, SPACE, until)
+            .await
+            .unwrap();
+        assert_eq!(stats.0, 4.0);
+        let hits = fulltext(
+            &c,
+            "t1",
+            &FulltextQuery {
+                generation,
+                space: SPACE,
+                until,
+                words: &["biscuit"],
+                stats,
+                window_weight: 0.5,
+                limit: 50,
+            },
+        )
+        .await
+        .unwrap();
+        assert!(!hits.is_empty());
+        assert!(
+            hits.iter().all(|(id, score)| *id <= until && *score > 0.0),
+            "{hits:?} (view up to {until})"
+        );
+    }
+}

@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use landlock::{
-    path_beneath_rules, Access, AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr,
-    RulesetCreated, RulesetCreatedAttr, Scope, ABI,
+    path_beneath_rules, Access, AccessFs, AccessNet, NetPort, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope, ABI,
 };
 
 use crate::{Error, Result};
@@ -115,8 +115,9 @@ fn is_secret_target(target: &Path) -> bool {
 /// Builds the ruleset: everything beneath `read_write` (the workspace and the private
 /// temporary directory), read and execute beneath `read_only`, the [`DEVICES`], and
 /// nothing else — no `/proc` (other processes' command lines and environments), no `/tmp`,
-/// no home directories. Without network, TCP bind and connect are refused too (ABI 4), and
-/// from ABI 6 signals and abstract unix sockets stay inside the sandbox.
+/// no home directories. Without network, TCP bind and connect are refused too (ABI 4); with
+/// it, TCP connections to the kernel's ephemeral port range are (see [`connectable_ports`]).
+/// From ABI 6 signals and abstract unix sockets stay inside the sandbox.
 pub(crate) fn ruleset(
     read_write: &[PathBuf],
     read_only: &[PathBuf],
@@ -125,13 +126,21 @@ pub(crate) fn ruleset(
     let mut ruleset = Ruleset::default()
         .handle_access(AccessFs::from_all(ABI_USED))?
         .scope(Scope::from_all(ABI_USED))?;
-    if !network {
-        ruleset = ruleset.handle_access(AccessNet::from_all(ABI_USED))?;
-    }
+    ruleset = if network {
+        ruleset.handle_access(AccessNet::ConnectTcp)?
+    } else {
+        ruleset.handle_access(AccessNet::from_all(ABI_USED))?
+    };
     let mut created = ruleset
         .create()?
         .add_rules(path_beneath_rules(read_only, AccessFs::from_read(ABI_USED)))?
         .add_rules(path_beneath_rules(DEVICES, AccessFs::from_file(ABI_USED)))?;
+    if network {
+        let ephemeral = ephemeral_ports();
+        created = created.add_rules(connectable_ports(ephemeral).map(|port| {
+            Ok::<_, landlock::RulesetError>(NetPort::new(port, AccessNet::ConnectTcp))
+        }))?;
+    }
     for dir in read_write {
         let fd = PathFd::new(dir).map_err(|e| Error::Path {
             path: dir.clone(),
@@ -140,6 +149,29 @@ pub(crate) fn ruleset(
         created = created.add_rule(PathBeneath::new(fd, AccessFs::from_all(ABI_USED)))?;
     }
     Ok(created)
+}
+
+/// Where this host's listeners on port 0 live: `net.ipv4.ip_local_port_range` (it covers
+/// IPv6 too), or Linux's default when it cannot be read.
+pub fn ephemeral_ports() -> (u16, u16) {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|text| {
+            let mut parts = text.split_whitespace().map(|p| p.parse::<u16>().ok());
+            Some((parts.next()??, parts.next()??))
+        })
+        .filter(|(low, high)| low <= high)
+        .unwrap_or((32768, 60999))
+}
+
+/// The TCP ports a command with network may connect to: all but the ephemeral range
+/// (`low..=high`). Every listener that binds port 0 gets a port there — the browser tools'
+/// DevTools endpoint and their SOCKS5 proxy, MCP's sign-in callback, other sessions'
+/// servers —, and Landlock cannot tell loopback from other destinations, so a command with
+/// network would otherwise reach them (in the cluster, other tenants' browsers). Servers
+/// elsewhere listen on fixed ports, rarely inside that range.
+pub(crate) fn connectable_ports((low, high): (u16, u16)) -> impl Iterator<Item = u16> {
+    (1..=u16::MAX).filter(move |port| *port < low || *port > high)
 }
 
 #[cfg(test)]
@@ -162,6 +194,16 @@ mod tests {
         }
         assert!(paths.iter().any(|p| p == Path::new("/usr")));
         assert!(paths.iter().any(|p| p == Path::new("/etc/passwd")));
+    }
+
+    #[test]
+    fn the_ephemeral_range_is_left_out_of_the_connectable_ports() {
+        let ports: Vec<u16> = connectable_ports((32768, 60999)).collect();
+        assert_eq!(ports.len(), 32767 + (65535 - 60999));
+        assert!(ports.contains(&443) && ports.contains(&32767) && ports.contains(&61000));
+        assert!(!ports.contains(&0) && !ports.contains(&32768) && !ports.contains(&60999));
+        let (low, high) = ephemeral_ports();
+        assert!(low <= high && low > 0, "{low}..{high}");
     }
 
     #[test]

@@ -22,6 +22,7 @@ mod seccomp;
 
 use std::path::{Path, PathBuf};
 
+pub use fs::ephemeral_ports;
 pub use lumina_protocol::{Confinement, ConfinementLevel, ProcessLimit};
 pub use probe::probe;
 

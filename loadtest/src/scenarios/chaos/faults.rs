@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, HarnessError};
 use crate::instances::{self, Instance, Instances};
 
 /// The fault kinds, in the order `all` runs them.
@@ -58,7 +59,7 @@ impl FaultKind {
     }
 
     /// Parses a comma-separated list; `all` is every kind.
-    pub fn parse_list(text: &str) -> Result<Vec<FaultKind>, String> {
+    pub fn parse_list(text: &str) -> Result<Vec<FaultKind>, Error> {
         let mut kinds = Vec::new();
         for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             if item == "all" {
@@ -70,16 +71,16 @@ impl FaultKind {
                 .find(|k| k.name() == item)
                 .ok_or_else(|| {
                     let names: Vec<&str> = FaultKind::ALL.iter().map(|k| k.name()).collect();
-                    format!(
+                    Error::Input(format!(
                         "unknown fault {item:?} (one of {}, or all)",
                         names.join(", ")
-                    )
+                    ))
                 })?;
             kinds.push(kind);
         }
         kinds.dedup();
         if kinds.is_empty() {
-            return Err("--fault names no fault".into());
+            return Err(Error::Input("--fault names no fault".into()));
         }
         Ok(kinds)
     }
@@ -118,20 +119,22 @@ pub(crate) struct FaultSettings {
     pub slow_kbit: u32,
 }
 
-fn run(program: &str, args: &[&str]) -> Result<(), String> {
+fn run(program: &str, args: &[&str]) -> Result<(), HarnessError> {
     let output = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .output()
-        .map_err(|e| format!("cannot run {program}: {e}"))?;
+        .map_err(|source| HarnessError::Spawn {
+            program: program.into(),
+            source,
+        })?;
     if output.status.success() {
         return Ok(());
     }
-    Err(format!(
-        "`{program} {}` failed: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&output.stderr).trim()
-    ))
+    Err(HarnessError::Failed {
+        command: format!("{program} {}", args.join(" ")),
+        detail: String::from_utf8_lossy(&output.stderr).trim().to_string(),
+    })
 }
 
 fn has_command(program: &str, probe: &[&str]) -> bool {
@@ -151,20 +154,23 @@ fn effective_uid() -> Option<u32> {
 }
 
 /// One command on the `lumina-chaos-services` control socket; `Err` on `error: …`.
-pub(crate) fn control(socket: &Path, command: &str) -> Result<(), String> {
+pub(crate) fn control(socket: &Path, command: &str) -> Result<(), HarnessError> {
     let mut stream = UnixStream::connect(socket)
-        .map_err(|e| format!("cannot reach the services' control socket: {e}"))?;
+        .map_err(|e| HarnessError::io("cannot reach the services' control socket", e))?;
     stream
         .set_read_timeout(Some(Duration::from_secs(90)))
-        .map_err(|e| e.to_string())?;
-    writeln!(stream, "{command}").map_err(|e| format!("control socket: {e}"))?;
+        .map_err(|e| HarnessError::io("control socket", e))?;
+    writeln!(stream, "{command}").map_err(|e| HarnessError::io("control socket", e))?;
     let mut reply = String::new();
     BufReader::new(&stream)
         .read_line(&mut reply)
-        .map_err(|e| format!("control socket: {e}"))?;
+        .map_err(|e| HarnessError::io("control socket", e))?;
     match reply.trim() {
         "ok" => Ok(()),
-        other => Err(format!("services: `{command}`: {other}")),
+        other => Err(HarnessError::Failed {
+            command: format!("services: {command}"),
+            detail: other.to_string(),
+        }),
     }
 }
 
@@ -183,47 +189,54 @@ fn special(kind: FaultKind, instances: &Instances) -> Option<usize> {
 }
 
 /// Checks that `kind` can be injected here; the message says what is missing.
-pub(crate) fn preflight(kind: FaultKind, instances: &Instances) -> Result<(), String> {
+pub(crate) fn preflight(kind: FaultKind, instances: &Instances) -> Result<(), HarnessError> {
     let name = kind.name();
+    let missing = HarnessError::Unavailable;
     let need_root = |what: &str| match effective_uid() {
         Some(0) => Ok(()),
-        uid => Err(format!(
+        uid => Err(missing(format!(
             "fault {name} needs root (CAP_NET_ADMIN) to {what}; running as uid {}",
             uid.map_or("unknown".into(), |u| u.to_string())
-        )),
+        ))),
     };
     match kind {
         FaultKind::Kill | FaultKind::Sigstop => {
             if instances.instances.len() < 2 {
-                return Err(format!("fault {name} needs at least two instances"));
+                return Err(missing(format!(
+                    "fault {name} needs at least two instances"
+                )));
             }
             if let Some(i) = instances.instances.iter().find(|i| i.restart.is_none()) {
-                return Err(format!("instance {} has no restart command", i.id));
+                return Err(missing(format!("instance {} has no restart command", i.id)));
             }
             Ok(())
         }
         FaultKind::RedisRestart | FaultKind::PostgresRestart => {
             let services = instances.services.as_ref().ok_or_else(|| {
-                format!(
+                missing(format!(
                     "fault {name} needs controllable services: start the cluster with \
                      `scripts/local-cluster --chaos`"
-                )
+                ))
             })?;
             control(&services.control, "ping")
         }
         FaultKind::Partition | FaultKind::SlowPostgres => {
             let i = special(kind, instances).ok_or_else(|| {
-                format!(
+                missing(format!(
                     "fault {name} needs an instance inside a network namespace: start the \
                      cluster with `scripts/local-cluster --chaos --netns-instance`"
-                )
+                ))
             })?;
             need_root("change the veth of the namespace")?;
             if !has_command("ip", &["-V"]) {
-                return Err(format!("fault {name} needs `ip` (Debian package iproute2)"));
+                return Err(missing(format!(
+                    "fault {name} needs `ip` (Debian package iproute2)"
+                )));
             }
             if kind == FaultKind::SlowPostgres && !has_command("tc", &["-V"]) {
-                return Err(format!("fault {name} needs `tc` (Debian package iproute2)"));
+                return Err(missing(format!(
+                    "fault {name} needs `tc` (Debian package iproute2)"
+                )));
             }
             if kind == FaultKind::SlowPostgres
                 && instances
@@ -232,7 +245,9 @@ pub(crate) fn preflight(kind: FaultKind, instances: &Instances) -> Result<(), St
                     .and_then(|s| s.postgres_port)
                     .is_none()
             {
-                return Err(format!("fault {name} needs the PostgreSQL port (services)"));
+                return Err(missing(format!(
+                    "fault {name} needs the PostgreSQL port (services)"
+                )));
             }
             let netns = instances.instances[i]
                 .netns
@@ -240,16 +255,18 @@ pub(crate) fn preflight(kind: FaultKind, instances: &Instances) -> Result<(), St
                 .map(|n| n.name.clone());
             match netns {
                 Some(n) if Path::new("/run/netns").join(&n).exists() => Ok(()),
-                n => Err(format!("the network namespace {n:?} does not exist")),
+                n => Err(missing(format!(
+                    "the network namespace {n:?} does not exist"
+                ))),
             }
         }
         FaultKind::ClockSkew => {
             let i = special(kind, instances).ok_or_else(|| {
-                format!(
+                missing(format!(
                     "fault {name} needs an instance under libfaketime: start the cluster \
                      with `scripts/local-cluster --chaos --faketime-instance` (Debian \
                      package faketime)"
-                )
+                ))
             })?;
             let instance = &instances.instances[i];
             let env = instance
@@ -262,16 +279,16 @@ pub(crate) fn preflight(kind: FaultKind, instances: &Instances) -> Result<(), St
             match env.get("LD_PRELOAD") {
                 Some(lib) if lib.contains("faketime") && Path::new(lib).is_file() => {}
                 _ => {
-                    return Err(format!(
+                    return Err(missing(format!(
                         "instance {} does not preload an existing libfaketime",
                         instance.id
-                    ))
+                    )))
                 }
             }
             let file = instance.faketime.as_ref().map(|f| f.file.clone());
             match file {
                 Some(f) if f.is_file() => Ok(()),
-                f => Err(format!("the libfaketime file {f:?} is missing")),
+                f => Err(missing(format!("the libfaketime file {f:?} is missing"))),
             }
         }
     }
@@ -323,23 +340,25 @@ impl<'a> Fault<'a> {
         &self.instances.instances[self.target]
     }
 
-    fn control_socket(&self) -> Result<&Path, String> {
+    fn control_socket(&self) -> Result<&Path, HarnessError> {
         self.instances
             .services
             .as_ref()
             .map(|s| s.control.as_path())
-            .ok_or_else(|| "no services control socket".into())
+            .ok_or_else(|| HarnessError::Unavailable("no services control socket".into()))
     }
 
-    fn netns(&self) -> Result<&instances::Netns, String> {
-        self.instance()
-            .netns
-            .as_ref()
-            .ok_or_else(|| format!("instance {} has no network namespace", self.instance().id))
+    fn netns(&self) -> Result<&instances::Netns, HarnessError> {
+        self.instance().netns.as_ref().ok_or_else(|| {
+            HarnessError::Unavailable(format!(
+                "instance {} has no network namespace",
+                self.instance().id
+            ))
+        })
     }
 
     /// Injects the fault (blocking; quick).
-    pub fn inject(&mut self) -> Result<(), String> {
+    pub fn inject(&mut self) -> Result<(), HarnessError> {
         let odd = self.trial % 2 == 1;
         let pid = self.instance().current_pid();
         match self.kind {
@@ -381,7 +400,7 @@ impl<'a> Fault<'a> {
                     .services
                     .as_ref()
                     .and_then(|s| s.postgres_port)
-                    .ok_or("no PostgreSQL port")?;
+                    .ok_or_else(|| HarnessError::Unavailable("no PostgreSQL port".into()))?;
                 let kbit = self.settings.slow_kbit;
                 self.method = format!("tc htb {kbit}kbit for port {port} on both veth ends");
                 self.injected = true;
@@ -403,20 +422,20 @@ impl<'a> Fault<'a> {
         Ok(())
     }
 
-    fn write_offset(&self, offset: &str) -> Result<(), String> {
+    fn write_offset(&self, offset: &str) -> Result<(), HarnessError> {
         let file = self
             .instance()
             .faketime
             .as_ref()
             .map(|f| f.file.clone())
-            .ok_or("no libfaketime file")?;
+            .ok_or_else(|| HarnessError::Unavailable("no libfaketime file".into()))?;
         std::fs::write(&file, format!("{offset}\n"))
-            .map_err(|e| format!("cannot write {}: {e}", file.display()))
+            .map_err(|e| HarnessError::io(format!("cannot write {}", file.display()), e))
     }
 
     /// Heals the fault (blocking). A killed instance is started again (readiness is the
     /// caller's to wait for).
-    pub fn heal(&mut self) -> Result<(), String> {
+    pub fn heal(&mut self) -> Result<(), HarnessError> {
         if !self.injected {
             return Ok(());
         }
@@ -457,8 +476,8 @@ impl<'a> Fault<'a> {
 
 /// An HTB qdisc on `dev` (in namespace `ns`) that sends the traffic whose `dir` port
 /// (`sport`/`dport`) is `port` through a class limited to `kbit`, everything else unlimited.
-fn shape(ns: Option<&str>, dev: &str, dir: &str, port: u16, kbit: u32) -> Result<(), String> {
-    let tc = |args: &[&str]| -> Result<(), String> {
+fn shape(ns: Option<&str>, dev: &str, dir: &str, port: u16, kbit: u32) -> Result<(), HarnessError> {
+    let tc = |args: &[&str]| -> Result<(), HarnessError> {
         match ns {
             Some(ns) => {
                 let mut full = vec!["netns", "exec", ns, "tc"];
@@ -473,7 +492,7 @@ fn shape(ns: Option<&str>, dev: &str, dir: &str, port: u16, kbit: u32) -> Result
     tc(&[
         "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10",
     ])
-    .map_err(|e| format!("{e} (does the kernel have sch_htb?)"))?;
+    .map_err(|e| with_hint(e, "does the kernel have sch_htb?"))?;
     tc(&[
         "class", "add", "dev", dev, "parent", "1:", "classid", "1:10", "htb", "rate", "10gbit",
     ])?;
@@ -485,7 +504,18 @@ fn shape(ns: Option<&str>, dev: &str, dir: &str, port: u16, kbit: u32) -> Result
         "filter", "add", "dev", dev, "parent", "1:", "protocol", "ip", "prio", "1", "u32", "match",
         "ip", dir, &port, "0xffff", "flowid", "1:20",
     ])
-    .map_err(|e| format!("{e} (does the kernel have cls_u32?)"))
+    .map_err(|e| with_hint(e, "does the kernel have cls_u32?"))
+}
+
+/// A failed command's error with a hint at the likely cause.
+fn with_hint(error: HarnessError, hint: &str) -> HarnessError {
+    match error {
+        HarnessError::Failed { command, detail } => HarnessError::Failed {
+            command,
+            detail: format!("{detail} ({hint})"),
+        },
+        other => other,
+    }
 }
 
 impl Drop for Fault<'_> {

@@ -19,6 +19,8 @@ use std::time::{Duration, Instant};
 use lumina_client::protocol::{Event, EventFrame};
 use tokio_postgres::NoTls;
 
+use crate::error::HarnessError;
+
 /// Reads the journal of one tenant.
 #[derive(Debug, Clone)]
 pub(crate) struct Journal {
@@ -56,14 +58,14 @@ impl Journal {
         }
     }
 
-    pub async fn connect(&self) -> Result<tokio_postgres::Client, String> {
+    pub async fn connect(&self) -> Result<tokio_postgres::Client, HarnessError> {
         let connecting = tokio_postgres::connect(&self.url, NoTls);
         let (client, connection) = tokio::time::timeout(Duration::from_secs(5), connecting)
             .await
-            .map_err(|_| "connecting to PostgreSQL timed out".to_string())?
-            .map_err(|e| match std::error::Error::source(&e) {
-                Some(cause) => format!("connecting to PostgreSQL: {e}: {cause}"),
-                None => format!("connecting to PostgreSQL: {e}"),
+            .map_err(|_| HarnessError::Timeout("connecting to PostgreSQL".into()))?
+            .map_err(|source| HarnessError::Postgres {
+                what: "connecting to PostgreSQL",
+                source,
             })?;
         tokio::spawn(connection);
         Ok(client)
@@ -74,7 +76,7 @@ impl Journal {
         &self,
         c: &tokio_postgres::Client,
         session: &str,
-    ) -> Result<Vec<Row>, String> {
+    ) -> Result<Vec<Row>, HarnessError> {
         let rows = c
             .query(
                 "SELECT e.seq, e.stream, e.stream_seq, e.fence, e.kind, e.payload, e.ts_ms,
@@ -86,7 +88,10 @@ impl Journal {
                 &[&self.tenant, &session],
             )
             .await
-            .map_err(|e| format!("reading events: {e}"))?;
+            .map_err(|source| HarnessError::Postgres {
+                what: "reading events",
+                source,
+            })?;
         let mut out = Vec::with_capacity(rows.len());
         for row in rows {
             let seq = u(row.get(0));
@@ -119,7 +124,7 @@ impl Journal {
         &self,
         c: &tokio_postgres::Client,
         session: &str,
-    ) -> Result<HashMap<String, String>, String> {
+    ) -> Result<HashMap<String, String>, HarnessError> {
         let rows = c
             .query(
                 "SELECT key, result->>'run_id' FROM command_results
@@ -127,7 +132,10 @@ impl Journal {
                 &[&self.tenant, &session],
             )
             .await
-            .map_err(|e| format!("reading command results: {e}"))?;
+            .map_err(|source| HarnessError::Postgres {
+                what: "reading command results",
+                source,
+            })?;
         Ok(rows
             .iter()
             .map(|r| {
@@ -138,14 +146,21 @@ impl Journal {
     }
 
     /// The recorded fence of a session.
-    pub async fn fence(&self, c: &tokio_postgres::Client, session: &str) -> Result<u64, String> {
+    pub async fn fence(
+        &self,
+        c: &tokio_postgres::Client,
+        session: &str,
+    ) -> Result<u64, HarnessError> {
         let row = c
             .query_opt(
                 "SELECT fence FROM session_fences WHERE tenant = $1 AND session_id = $2",
                 &[&self.tenant, &session],
             )
             .await
-            .map_err(|e| format!("reading the fence: {e}"))?;
+            .map_err(|source| HarnessError::Postgres {
+                what: "reading the fence",
+                source,
+            })?;
         Ok(row.map(|r| u(r.get(0))).unwrap_or(0))
     }
 
@@ -154,7 +169,7 @@ impl Journal {
         &self,
         c: &tokio_postgres::Client,
         sessions: &[String],
-    ) -> Result<Vec<(String, Sample)>, String> {
+    ) -> Result<Vec<(String, Sample)>, HarnessError> {
         let rows = c
             .query(
                 "SELECT s.session_id, s.head_seq, f.fence
@@ -163,7 +178,10 @@ impl Journal {
                 &[&self.tenant, &sessions],
             )
             .await
-            .map_err(|e| format!("sampling fences: {e}"))?;
+            .map_err(|source| HarnessError::Postgres {
+                what: "sampling fences",
+                source,
+            })?;
         Ok(rows
             .iter()
             .map(|r| {

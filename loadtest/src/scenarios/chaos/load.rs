@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use lumina_client::ClientError;
 
 use super::super::{Ctx, SLOW_MARKER};
-use crate::error::{error_kind, is_transient};
+use crate::error::{error_kind, is_transient, HarnessError};
 use crate::metrics::{self, Shared};
 use crate::track::{submit_params, Tracked};
 
@@ -87,7 +87,7 @@ pub(crate) async fn open(
     urls: &[String],
     first: usize,
     count: usize,
-) -> Result<Vec<Arc<LoadSession>>, String> {
+) -> Result<Vec<Arc<LoadSession>>, HarnessError> {
     let n = urls.len();
     let mut sessions = Vec::new();
     for j in 0..count {
@@ -96,20 +96,32 @@ pub(crate) async fn open(
             .connector
             .connect(&urls[creator], scratch)
             .await
-            .map_err(|e| format!("connecting to gateway {creator}: {e}"))?;
+            .map_err(|source| HarnessError::Client {
+                what: format!("connecting to gateway {creator}"),
+                source,
+            })?;
         let session =
             Tracked::create_session(&client, ctx.common.project_root.as_deref(), "chaos").await;
         client.close();
-        let session_id = session.map_err(|e| format!("creating a session: {e}"))?;
+        let session_id = session.map_err(|source| HarnessError::Client {
+            what: "creating a session".into(),
+            source,
+        })?;
         let via = (creator + 1) % n;
-        let (client, notes) = ctx
-            .connector
-            .connect(&urls[via], scratch)
-            .await
-            .map_err(|e| format!("connecting to gateway {via}: {e}"))?;
+        let (client, notes) =
+            ctx.connector
+                .connect(&urls[via], scratch)
+                .await
+                .map_err(|source| HarnessError::Client {
+                    what: format!("connecting to gateway {via}"),
+                    source,
+                })?;
         let tracked = Tracked::subscribe_keeping_frames(client, notes, &session_id)
             .await
-            .map_err(|e| format!("subscribing: {e}"))?;
+            .map_err(|source| HarnessError::Client {
+                what: "subscribing".into(),
+                source,
+            })?;
         sessions.push(Arc::new(LoadSession {
             session_id,
             client: Arc::new(tracked),

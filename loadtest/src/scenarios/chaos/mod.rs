@@ -20,7 +20,7 @@ use serde::Serialize;
 pub use faults::FaultKind;
 
 use super::{base_report, check_count, check_secs, secs, Ctx, MAX_TRIALS};
-use crate::error::{Error, Result};
+use crate::error::{Error, HarnessError, Result};
 use crate::instances::{self, Instances};
 use crate::metrics::Shared;
 use crate::progress::Progress;
@@ -139,12 +139,12 @@ fn http_base(instances: &Instances, i: usize) -> Result<url::Url> {
     url::Url::parse(raw).map_err(|e| Error::Input(format!("invalid http_url {raw:?}: {e}")))
 }
 
-async fn all_ready(instances: &Instances, timeout: Duration) -> Result<(), String> {
+async fn all_ready(instances: &Instances, timeout: Duration) -> Result<()> {
     for i in 0..instances.instances.len() {
-        let base = http_base(instances, i).map_err(|e| e.to_string())?;
+        let base = http_base(instances, i)?;
         instances::wait_ready(&base, timeout)
             .await
-            .map_err(|e| format!("instance {}: {e}", instances.instances[i].id))?;
+            .map_err(|e| Error::Target(format!("instance {}: {e}", instances.instances[i].id)))?;
     }
     Ok(())
 }
@@ -169,9 +169,7 @@ impl Run<'_> {
             trial: n as u64,
             ..ChaosTrial::default()
         };
-        all_ready(self.instances, secs(self.o.ready_timeout_secs))
-            .await
-            .map_err(Error::Target)?;
+        all_ready(self.instances, secs(self.o.ready_timeout_secs)).await?;
         let target = faults::pick_target(kind, self.instances, n);
         row.target = self.instances.instances[target].id.clone();
         let scratch = Shared::new();
@@ -180,7 +178,7 @@ impl Run<'_> {
             Ok(s) => s,
             Err(e) => {
                 ctx.metrics.error("setup");
-                row.error = Some(e);
+                row.error = Some(e.to_string());
                 return Ok(row);
             }
         };
@@ -297,7 +295,7 @@ impl Run<'_> {
             Ok(c) => c,
             Err(e) => {
                 ctx.metrics.error("verify:postgres");
-                row.error = Some(e);
+                row.error = Some(e.to_string());
                 return;
             }
         };
@@ -308,13 +306,13 @@ impl Run<'_> {
                 let rows = self.journal.events(&c, id).await?;
                 let results = self.journal.command_results(&c, id).await?;
                 let fence = self.journal.fence(&c, id).await?;
-                Ok::<_, String>((rows, results, fence))
+                Ok::<_, HarnessError>((rows, results, fence))
             };
             let (rows, results, fence) = match read.await {
                 Ok(r) => r,
                 Err(e) => {
                     ctx.metrics.error("verify:postgres");
-                    row.error = Some(e);
+                    row.error = Some(e.to_string());
                     return;
                 }
             };
@@ -399,7 +397,7 @@ pub(crate) async fn run(
         )
     })?;
     for kind in &o.faults {
-        faults::preflight(*kind, &instances).map_err(Error::Input)?;
+        faults::preflight(*kind, &instances).map_err(|e| Error::Input(e.to_string()))?;
     }
     let tenant = instances
         .auth
@@ -407,10 +405,11 @@ pub(crate) async fn run(
         .map(|a| a.tenant.clone())
         .unwrap_or_else(|| "local".into());
     let journal = Journal::new(&services.postgres_url, &tenant);
-    journal.connect().await.map_err(Error::Target)?;
-    all_ready(&instances, Duration::from_secs(30))
+    journal
+        .connect()
         .await
-        .map_err(Error::Target)?;
+        .map_err(|e| Error::Target(e.to_string()))?;
+    all_ready(&instances, Duration::from_secs(30)).await?;
     let mut run = Run {
         ctx,
         o,

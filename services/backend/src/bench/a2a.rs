@@ -14,13 +14,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
 use futures::StreamExt;
-use lumina_config::{AppRoot, Env};
 use lumina_sse::SseDecoder;
 use reqwest::header::{HeaderMap, HeaderValue};
 use serde_json::{json, Value};
 
-use super::{bearer_client, ok, percentiles};
-use crate::local::{self, LocalOptions};
+use super::{bearer_client, ok, percentiles, Served};
 
 /// What to measure.
 pub struct A2aBench {
@@ -39,28 +37,10 @@ pub struct A2aBench {
 pub async fn run(bench: A2aBench) -> anyhow::Result<Value> {
     ensure!(bench.messages >= 1, "--messages must be at least 1");
     ensure!(bench.concurrency >= 1, "--concurrency must be at least 1");
-    let tmp = tempfile::tempdir()?;
-    let env = Env::from_pairs([
-        ("LUMINA_API_BASE_URL", bench.model_url.as_str()),
-        ("LUMINA_API_KEY", "bench-key"),
-        ("LUMINA_API_MODEL", "bench-model"),
-        ("LUMINA_API_TYPE", "anthropic"),
-    ]);
-    let backend = local::build(&LocalOptions {
-        app_root: AppRoot::new(tmp.path().join("app")),
-        env,
-        port: 0,
-        project_root: tmp.path().to_path_buf(),
-        allow_loopback_agents: false,
-    })
-    .await?;
-    let rpc = Rpc::new(format!("http://{}/a2a", backend.addr), &backend.token)?;
-    let state = backend.state.clone();
-    let server = tokio::spawn(crate::server::serve(backend.listener, state.clone()));
-
+    let served = Served::start(Some(&bench.model_url)).await?;
+    let rpc = Rpc::new(format!("http://{}/a2a", served.addr), &served.token)?;
     let outcome = measure(rpc, &bench).await;
-    state.shutdown.cancel();
-    let _ = server.await;
+    served.stop().await;
     outcome
 }
 

@@ -13,14 +13,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, ensure, Context};
 use futures::StreamExt;
-use lumina_config::{AppRoot, Env};
 use lumina_sse::SseDecoder;
 use reqwest::header::HeaderMap;
 use serde_json::{json, Value};
 
-use super::{bearer_client, ok, percentiles};
+use super::{bearer_client, ok, percentiles, Served};
 use crate::conversation::types::{Conversation, ExecuteResult, MessagePage, StreamEventData};
-use crate::local::{self, LocalOptions};
 
 /// What to measure.
 pub struct ConversationBench {
@@ -36,28 +34,10 @@ pub struct ConversationBench {
 
 pub async fn run(bench: ConversationBench) -> anyhow::Result<Value> {
     ensure!(bench.messages >= 2, "--messages must be at least 2");
-    let tmp = tempfile::tempdir()?;
-    let env = Env::from_pairs([
-        ("LUMINA_API_BASE_URL", bench.model_url.as_str()),
-        ("LUMINA_API_KEY", "bench-key"),
-        ("LUMINA_API_MODEL", "bench-model"),
-        ("LUMINA_API_TYPE", "anthropic"),
-    ]);
-    let backend = local::build(&LocalOptions {
-        app_root: AppRoot::new(tmp.path().join("app")),
-        env,
-        port: 0,
-        project_root: tmp.path().to_path_buf(),
-        allow_loopback_agents: false,
-    })
-    .await?;
-    let api = Api::new(format!("http://{}/api/v1", backend.addr), &backend.token)?;
-    let state = backend.state.clone();
-    let server = tokio::spawn(crate::server::serve(backend.listener, state.clone()));
-
+    let served = Served::start(Some(&bench.model_url)).await?;
+    let api = Api::new(format!("http://{}/api/v1", served.addr), &served.token)?;
     let outcome = measure(&api, &bench).await;
-    state.shutdown.cancel();
-    let _ = server.await;
+    served.stop().await;
     outcome
 }
 

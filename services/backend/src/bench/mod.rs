@@ -348,23 +348,14 @@ async fn memory_models(
 /// Starts a local backend in-process, subscribes one WebSocket client per session, appends
 /// events through each session's journal writer and measures append-start → client-receipt.
 async fn latency(sessions: usize, per_session: usize) -> anyhow::Result<()> {
-    let tmp = tempfile::tempdir()?;
-    let env = Env::from_pairs(Vec::<(String, String)>::new());
-    let backend = local::build(&LocalOptions {
-        app_root: AppRoot::new(tmp.path().join("app")),
-        env,
-        port: 0,
-        project_root: tmp.path().to_path_buf(),
-        allow_loopback_agents: false,
-    })
-    .await?;
-    let url = format!("ws://{}{}", backend.addr, WS_PATH);
-    let state = backend.state.clone();
-    let runtime = state
+    let served = Served::start(None).await?;
+    let url = format!("ws://{}{}", served.addr, WS_PATH);
+    let runtime = served
+        .state
         .runtime()
         .context("the latency bench runs the local profile")?
         .clone();
-    let server = tokio::spawn(crate::server::serve(backend.listener, state.clone()));
+    let project_root = served.project.path().display().to_string();
 
     let starts: Arc<Mutex<HashMap<String, Instant>>> = Arc::default();
     let mut receivers = Vec::new();
@@ -372,11 +363,11 @@ async fn latency(sessions: usize, per_session: usize) -> anyhow::Result<()> {
     for _ in 0..sessions {
         let info = runtime
             .create_session(SessionCreateParams {
-                project_root: Some(tmp.path().display().to_string()),
+                project_root: Some(project_root.clone()),
                 title: Some("bench".into()),
             })
             .await?;
-        let (client, mut notes) = Client::connect(&url, Some(&backend.token)).await?;
+        let (client, mut notes) = Client::connect(&url, Some(&served.token)).await?;
         let resumed = client.session_resume(&info.id, 0).await?;
         let head = resumed.head_seq;
         let starts_rx = starts.clone();
@@ -434,8 +425,7 @@ async fn latency(sessions: usize, per_session: usize) -> anyhow::Result<()> {
         all.extend(r.await.context("receiver task")?);
     }
     let elapsed = wall.elapsed();
-    state.shutdown.cancel();
-    let _ = server.await;
+    served.stop().await;
     let report = serde_json::json!({
         "sessions": sessions,
         "events_per_session": per_session,
@@ -458,6 +448,58 @@ pub fn percentiles(samples: &mut [Duration]) -> serde_json::Value {
         samples[idx].as_secs_f64() * 1000.0
     };
     serde_json::json!({ "p50": pct(0.50), "p99": pct(0.99), "max": pct(1.0) })
+}
+
+/// A local backend served in-process on a loopback port, in a temporary AppRoot that is
+/// also its project; its model, when given, is the Anthropic-format server at that URL (the
+/// scripted model server for a figure without model time).
+struct Served {
+    addr: std::net::SocketAddr,
+    token: String,
+    state: Arc<crate::profile::AppState>,
+    server: tokio::task::JoinHandle<std::io::Result<()>>,
+    project: tempfile::TempDir,
+}
+
+impl Served {
+    async fn start(model_url: Option<&str>) -> anyhow::Result<Served> {
+        let project = tempfile::tempdir()?;
+        let env = Env::from_pairs(
+            model_url
+                .map(|url| {
+                    [
+                        ("LUMINA_API_BASE_URL", url),
+                        ("LUMINA_API_KEY", "bench-key"),
+                        ("LUMINA_API_MODEL", "bench-model"),
+                        ("LUMINA_API_TYPE", "anthropic"),
+                    ]
+                })
+                .into_iter()
+                .flatten(),
+        );
+        let backend = local::build(&LocalOptions {
+            app_root: AppRoot::new(project.path().join("app")),
+            env,
+            port: 0,
+            project_root: project.path().to_path_buf(),
+            allow_loopback_agents: false,
+        })
+        .await?;
+        let state = backend.state.clone();
+        let server = tokio::spawn(crate::server::serve(backend.listener, state.clone()));
+        Ok(Served {
+            addr: backend.addr,
+            token: backend.token,
+            state,
+            server,
+            project,
+        })
+    }
+
+    async fn stop(self) {
+        self.state.shutdown.cancel();
+        let _ = self.server.await;
+    }
 }
 
 /// An HTTP client that sends the backend's token (marked sensitive) and `headers` with

@@ -108,32 +108,53 @@ async fn writing_outside_the_workspace_fails() {
 #[tokio::test]
 async fn the_network_is_off_unless_allowed() {
     let h = host();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let port = listener.local_addr().unwrap().port();
-    let connect = format!("echo hi > /dev/tcp/127.0.0.1/{port}");
+    // A server on a fixed port (where servers listen) and one on port 0 (where the browser's
+    // DevTools endpoint and proxy listen: the kernel's ephemeral range).
+    let (low, _) = lumina_sandbox::ephemeral_ports();
+    let fixed = (20_000 + std::process::id() as u16 % 5_000..low)
+        .find_map(|port| TcpListener::bind(("127.0.0.1", port)).ok())
+        .expect("a free port below the ephemeral range");
+    let ephemeral = TcpListener::bind("127.0.0.1:0").unwrap();
+    let mut commands = Vec::new();
+    for listener in [&fixed, &ephemeral] {
+        listener.set_nonblocking(true).unwrap();
+        let port = listener.local_addr().unwrap().port();
+        commands.push(format!("echo hi > /dev/tcp/127.0.0.1/{port}"));
+    }
+    let no_connection = |listener: &TcpListener| {
+        assert_eq!(
+            listener.accept().map(|_| ()).map_err(|e| e.kind()),
+            Err(ErrorKind::WouldBlock),
+            "the server saw a connection"
+        );
+    };
 
-    let ran = run(Some(&h.policy()), &h.ws, &connect, SHORT).await;
-    assert!(!ran.ok(), "connected while confined: {ran:?}");
-    assert_eq!(
-        listener.accept().map(|_| ()).map_err(|e| e.kind()),
-        Err(ErrorKind::WouldBlock),
-        "the server saw a connection"
-    );
+    for (connect, listener) in commands.iter().zip([&fixed, &ephemeral]) {
+        let ran = run(Some(&h.policy()), &h.ws, connect, SHORT).await;
+        assert!(!ran.ok(), "connected while confined: {ran:?}");
+        no_connection(listener);
+    }
 
-    // Opted in: the same command connects, still confined otherwise.
+    // Opted in: the same command connects to the fixed port, still confined otherwise; the
+    // ephemeral range stays closed.
     let mut policy = h.policy();
     policy.network = true;
-    let ran = run(Some(&policy), &h.ws, &connect, SHORT).await;
+    let ran = run(Some(&policy), &h.ws, &commands[0], SHORT).await;
     assert!(ran.ok(), "{ran:?}");
-    assert!(listener.accept().is_ok(), "no connection with network on");
+    assert!(fixed.accept().is_ok(), "no connection with network on");
+    let ran = run(Some(&policy), &h.ws, &commands[1], SHORT).await;
+    assert!(!ran.ok(), "reached an ephemeral port: {ran:?}");
+    assert!(ran.output.contains("Permission denied"), "{ran:?}");
+    no_connection(&ephemeral);
     let ran = run(Some(&policy), &h.ws, "cat ../other-ws/secret.txt", SHORT).await;
     assert!(!ran.ok(), "{ran:?}");
 
-    // Unconfined it connects too.
-    let ran = run(None, &h.ws, &connect, SHORT).await;
-    assert!(ran.ok(), "{ran:?}");
-    assert!(listener.accept().is_ok());
+    // Unconfined it connects to both.
+    for (connect, listener) in commands.iter().zip([&fixed, &ephemeral]) {
+        let ran = run(None, &h.ws, connect, SHORT).await;
+        assert!(ran.ok(), "{ran:?}");
+        assert!(listener.accept().is_ok());
+    }
 }
 
 #[tokio::test]

@@ -109,7 +109,12 @@ async fn confined_commands_cannot_read_or_write_outside_the_project() {
 #[tokio::test]
 async fn the_network_needs_the_setting_and_the_call_to_ask_for_it() {
     let mut h = host();
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    // A fixed port, where servers listen (with network a command may connect there, not to
+    // the ephemeral range: docs/sandbox.md, "Network opt-in").
+    let (low, _) = lumina_sandbox::ephemeral_ports();
+    let listener = (21_000 + std::process::id() as u16 % 5_000..low)
+        .find_map(|port| TcpListener::bind(("127.0.0.1", port)).ok())
+        .expect("a free port below the ephemeral range");
     listener.set_nonblocking(true).unwrap();
     let port = listener.local_addr().unwrap().port();
     let connect = format!("echo hi > /dev/tcp/127.0.0.1/{port}");
