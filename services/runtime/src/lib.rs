@@ -528,17 +528,32 @@ impl Runtime {
         }
     }
 
-    /// Whether any session has a run in flight.
-    /// How many of this runtime's sessions have a run running.
+    /// How many of this runtime's sessions have a run running: an active run whose terminal
+    /// event is not journaled yet. A run that has journaled its end no longer counts, though
+    /// its task is still winding down (the next queued run, the session's dispatch lock): a
+    /// client that saw `run.completed` and submits at once is not refused for it.
     pub async fn running_sessions(&self) -> usize {
-        self.sessions
+        let active: Vec<(Arc<Session>, String)> = self
+            .sessions
             .lock()
             .await
             .values()
-            .filter(|s| s.is_running())
-            .count()
+            .filter_map(|s| s.active_run_id().map(|run| (s.clone(), run)))
+            .collect();
+        let mut running = 0;
+        for (session, run) in active {
+            if session
+                .journal()
+                .with_projection(|p| p.open_runs.contains_key(&run))
+                .await
+            {
+                running += 1;
+            }
+        }
+        running
     }
 
+    /// Whether any session has a run in flight.
     pub async fn any_running(&self) -> bool {
         self.sessions.lock().await.values().any(|s| s.is_running())
     }

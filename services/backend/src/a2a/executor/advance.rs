@@ -62,7 +62,8 @@ impl RuntimeExecutor {
             return Ok(());
         }
         let mut rx = self.follow(identity, &progress).await?;
-        let mut parked = progress.parked_call.clone();
+        // A working copy: the parked call and open sign-ins as the run's events change them.
+        let mut view = progress.clone();
         loop {
             let Ok(Some(outbound)) = tokio::time::timeout_at(deadline, rx.recv()).await else {
                 return Ok(());
@@ -73,15 +74,9 @@ impl RuntimeExecutor {
             if frame.seq <= progress.last_seq {
                 continue;
             }
-            let change = translate(
-                &frame,
-                &progress.run_id,
-                parked.as_deref(),
-                &task.id,
-                &task.context_id,
-            );
+            let change = translate(&frame, &mut view, &task.id, &task.context_id);
             match change {
-                Some(Change::Resumed) => parked = None,
+                Some(Change::Resumed) => view.parked_call = None,
                 Some(change) if change.stops() => return Ok(()),
                 _ => {}
             }
@@ -118,6 +113,16 @@ mod tests {
         }
     }
 
+    /// `translate` for run `run` parked (or not) on a call, as task `t` of context `c`.
+    fn tr(frame: &EventFrame, run: &str, parked: Option<&str>) -> Option<Change> {
+        let mut progress = Progress {
+            run_id: run.into(),
+            parked_call: parked.map(Into::into),
+            ..Progress::default()
+        };
+        translate(frame, &mut progress, "t", "c")
+    }
+
     fn state(change: Option<Change>) -> Option<(TaskState, bool)> {
         let change = change?;
         let stops = change.stops();
@@ -130,13 +135,7 @@ mod tests {
 
     #[test]
     fn a_parked_delegation_is_input_required_with_its_reason() {
-        let change = translate(
-            &frame(5, delegate(DelegateStep::Waiting, "call-1")),
-            "r",
-            None,
-            "t",
-            "c",
-        );
+        let change = tr(&frame(5, delegate(DelegateStep::Waiting, "call-1")), "r", None);
         let Some(Change::Parked(call, message)) = &change else {
             panic!("not parked");
         };
@@ -149,13 +148,7 @@ mod tests {
         assert!(text.contains("remote-1"), "{text}");
         assert_eq!(state(change), Some((TaskState::InputRequired, true)));
         // Another run's step changes nothing.
-        assert!(translate(
-            &frame(5, delegate(DelegateStep::Waiting, "call-1")),
-            "other",
-            None,
-            "t",
-            "c"
-        )
+        assert!(tr(&frame(5, delegate(DelegateStep::Waiting, "call-1")), "other", None)
         .is_none());
     }
 
@@ -167,42 +160,18 @@ mod tests {
             DelegateStep::Artifact,
             DelegateStep::Ended,
         ] {
-            let change = translate(
-                &frame(6, delegate(step, "call-1")),
-                "r",
-                Some("call-1"),
-                "t",
-                "c",
-            );
+            let change = tr(&frame(6, delegate(step, "call-1")), "r", Some("call-1"));
             assert_eq!(state(change), Some((TaskState::Working, false)), "{step:?}");
         }
         // The retry's own failed attempt (card, unreachable) is not progress.
         for step in [DelegateStep::Card, DelegateStep::Unreachable] {
-            assert!(translate(
-                &frame(6, delegate(step, "call-1")),
-                "r",
-                Some("call-1"),
-                "t",
-                "c"
-            )
+            assert!(tr(&frame(6, delegate(step, "call-1")), "r", Some("call-1"))
             .is_none());
         }
         // Not parked, or another call: the steps of a delegation that is followed.
-        assert!(translate(
-            &frame(6, delegate(DelegateStep::Status, "call-1")),
-            "r",
-            None,
-            "t",
-            "c"
-        )
+        assert!(tr(&frame(6, delegate(DelegateStep::Status, "call-1")), "r", None)
         .is_none());
-        assert!(translate(
-            &frame(6, delegate(DelegateStep::Status, "call-2")),
-            "r",
-            Some("call-1"),
-            "t",
-            "c"
-        )
+        assert!(tr(&frame(6, delegate(DelegateStep::Status, "call-2")), "r", Some("call-1"))
         .is_none());
     }
 
@@ -212,7 +181,7 @@ mod tests {
             run_id: "r".into(),
             reason: lumina_runtime::recovery::REASON.into(),
         };
-        let change = translate(&frame(7, recovered), "r", Some("call-1"), "t", "c");
+        let change = tr(&frame(7, recovered), "r", Some("call-1"));
         let Some(Change::Restarted(message)) = &change else {
             panic!("not restarted");
         };
@@ -223,7 +192,7 @@ mod tests {
             run_id: "r".into(),
             reason: "interrupted by the user".into(),
         };
-        let change = translate(&frame(7, interrupted), "r", None, "t", "c");
+        let change = tr(&frame(7, interrupted), "r", None);
         assert_eq!(state(change), Some((TaskState::Canceled, true)));
     }
 }
