@@ -101,6 +101,8 @@ pub(crate) struct Shared {
     pub mcp: Option<lumina_mcp::McpManager>,
     /// The A2A client of `a2a_delegate` and remote team members (its card cache is shared).
     pub a2a: lumina_a2a::A2aClient,
+    /// Where team member tasks run (cluster with `team_distributed`); `None`: here.
+    pub placement: Option<Arc<dyn team::MemberPlacement>>,
 }
 
 /// Cheap to clone; all clones share the open sessions.
@@ -130,6 +132,7 @@ impl Runtime {
                 compiler: Arc::new(memory::Compiler::new(memory::COMPILE_DEBOUNCE)),
                 mcp: None,
                 a2a: lumina_a2a::A2aClient::default(),
+                placement: None,
             }),
             options: Arc::new(options),
             store,
@@ -169,6 +172,15 @@ impl Runtime {
     pub fn with_a2a_client(mut self, client: lumina_a2a::A2aClient) -> Self {
         let mut shared = (*self.shared).clone();
         shared.a2a = client;
+        self.shared = Arc::new(shared);
+        self
+    }
+
+    /// Runs agent teams' member tasks where `placement` says (another cluster instance,
+    /// docs/teams.md#distributed-members). Call it before opening sessions.
+    pub fn with_member_placement(mut self, placement: Arc<dyn team::MemberPlacement>) -> Self {
+        let mut shared = (*self.shared).clone();
+        shared.placement = Some(placement);
         self.shared = Arc::new(shared);
         self
     }

@@ -271,6 +271,7 @@ impl Projection {
             | Event::MemoryRecalled { .. }
             | Event::DelegateUpdated { .. }
             | Event::TeamMemberThinking(_)
+            | Event::TeamTaskStarted(_)
             | Event::Unknown => {}
         }
     }
