@@ -356,7 +356,10 @@ impl SessionJournal {
     async fn fill_gap(&self, projection: &mut Projection, before: u64) -> Result<()> {
         while projection.head_seq + 1 < before {
             let want = (before - projection.head_seq - 1).min(1000) as usize;
-            let page = self.store.read(&self.key, projection.head_seq, want).await?;
+            let page = self
+                .store
+                .read(&self.key, projection.head_seq, want)
+                .await?;
             let Some(last) = page.last() else { break };
             let last = last.seq;
             for stored in page.iter().filter(|s| s.seq < before) {

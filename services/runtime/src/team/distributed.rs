@@ -39,7 +39,8 @@ const POLL: Duration = Duration::from_millis(200);
 const CANCEL_GRACE: Duration = Duration::from_secs(10);
 
 /// Why an interrupted task's run ended when its instance died.
-pub(crate) const LOST_REASON: &str = "the instance running the member stopped before the task ended";
+pub(crate) const LOST_REASON: &str =
+    "the instance running the member stopped before the task ended";
 
 /// A member task sent to another instance.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -177,7 +178,11 @@ pub(super) async fn run(
         // Not reachable (this instance claims through `claim_here`), but harmless.
         return Ok(Placed::Here);
     }
-    let incarnation = if worker == instance { incarnation } else { None };
+    let incarnation = if worker == instance {
+        incarnation
+    } else {
+        None
+    };
     tracing::info!(session_id = %job.session_id, task_id = %job.task_id, agent, instance_id = %worker, "member task runs on another instance");
     watch
         .until_end(placement, &worker, incarnation.as_deref(), &tenant)
@@ -215,7 +220,12 @@ async fn claim_here(
     Ok(Placed::Here)
 }
 
-pub(crate) fn started_event(team_run_id: &str, task_id: &str, agent: &str, instance: &str) -> Event {
+pub(crate) fn started_event(
+    team_run_id: &str,
+    task_id: &str,
+    agent: &str,
+    instance: &str,
+) -> Event {
     Event::TeamTaskStarted(TeamTaskStarted {
         team_run_id: team_run_id.to_string(),
         task_id: task_id.to_string(),
@@ -374,7 +384,13 @@ impl<'a> Watch<'a> {
                     ..Default::default()
                 });
             let (mut events, mut audit) = (Vec::new(), Vec::new());
-            crate::recovery::close_inner(&self.member.run_id, &open, reason, &mut events, &mut audit);
+            crate::recovery::close_inner(
+                &self.member.run_id,
+                &open,
+                reason,
+                &mut events,
+                &mut audit,
+            );
             events.push(Event::RunInterrupted {
                 run_id: self.member.run_id.clone(),
                 reason: reason.to_string(),

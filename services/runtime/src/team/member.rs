@@ -165,7 +165,8 @@ async fn task(
     // Mail sent while it waited counts too.
     let record = active_team(&leader.session).await.unwrap_or(record);
     let inbox = record.undelivered(&agent);
-    let (member_settings, unusable) = match member_settings(&leader.session, settings, team, &agent) {
+    let (member_settings, unusable) = match member_settings(&leader.session, settings, team, &agent)
+    {
         Ok(own) => (own, None),
         Err(problem) => (settings.clone(), Some(problem.to_string())),
     };
@@ -262,15 +263,24 @@ async fn task(
                 } => {
                     // Its terminal event is journaled already.
                     let retry = lost && retry_of.is_none() && !leader.cancel.is_cancelled();
-                    end_on_board(leader, &record.team_run_id, &task_id, &agent, status, &summary)
-                        .await?;
+                    end_on_board(
+                        leader,
+                        &record.team_run_id,
+                        &task_id,
+                        &agent,
+                        status,
+                        &summary,
+                    )
+                    .await?;
                     if retry {
                         tracing::info!(session_id = %leader.session.id(), task_id = %task_id, agent = %agent, "dispatching a lost member task once more");
                         drop(permit);
                         return run_task(leader, settings, team, call_id, plan, Some(task_id))
                             .await;
                     }
-                    return Ok(leader_result(leader, record, &agent, &task_id, status, &summary).await);
+                    return Ok(
+                        leader_result(leader, record, &agent, &task_id, status, &summary).await,
+                    );
                 }
             }
         }
@@ -278,7 +288,15 @@ async fn task(
     let usage = leader.session.run_usage(&task_id).await;
     let (terminal, status, summary) = terminal(&task_id, outcome, usage);
     journal.append_to(&stream, vec![terminal]).await?;
-    end_on_board(leader, &record.team_run_id, &task_id, &agent, status, &summary).await?;
+    end_on_board(
+        leader,
+        &record.team_run_id,
+        &task_id,
+        &agent,
+        status,
+        &summary,
+    )
+    .await?;
     drop(permit);
     Ok(leader_result(leader, record, &agent, &task_id, status, &summary).await)
 }

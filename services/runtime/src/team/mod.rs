@@ -54,10 +54,10 @@ use crate::session::Session;
 
 pub use control::{create_team, install_builtin_teams, list_teams};
 pub use distributed::{MemberJob, MemberPlacement, PlacementError};
-pub use worker::MemberRun;
 pub(crate) use prompt::system_prompt;
 pub use state::TeamRecord;
 pub(crate) use tools::DISPATCH_TOOL;
+pub use worker::MemberRun;
 
 /// The member names that are gates when a team has them.
 pub const QA_MEMBER: &str = "qa";

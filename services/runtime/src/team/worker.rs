@@ -80,7 +80,9 @@ impl Runtime {
         let team = active_team(&session)
             .await
             .filter(|t| t.team_run_id == job.team_run_id)
-            .ok_or_else(|| Error::TeamConflict("the session is no longer in that team run".into()))?;
+            .ok_or_else(|| {
+                Error::TeamConflict("the session is no longer in that team run".into())
+            })?;
         let task = team
             .task(&job.task_id)
             .filter(|t| t.agent == job.agent && t.status.is_none())

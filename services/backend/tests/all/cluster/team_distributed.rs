@@ -204,7 +204,7 @@ async fn members_run_on_other_instances_and_the_round_completes() {
         })
         .collect();
     let mut ended_sorted = ended.clone();
-    ended_sorted.sort();
+    ended_sorted.sort_by(|a, b| a.0.cmp(&b.0));
     assert_eq!(
         ended_sorted,
         vec![
@@ -341,7 +341,9 @@ async fn kill_9_of_a_members_instance_re_dispatches_only_that_member() {
     );
     let interrupted_runs = frames
         .iter()
-        .filter(|f| matches!(&f.event, Event::RunInterrupted { run_id, .. } if *run_id == first_task))
+        .filter(
+            |f| matches!(&f.event, Event::RunInterrupted { run_id, .. } if *run_id == first_task),
+        )
         .count();
     assert_eq!(interrupted_runs, 1);
     // The retry ran on a live instance, not on the dead one.
@@ -374,8 +376,15 @@ async fn kill_9_of_a_members_instance_re_dispatches_only_that_member() {
     let mut paths: Vec<String> = calls.values().map(|(p, _, _)| p.clone()).collect();
     paths.sort();
     assert_eq!(paths, vec!["\"page.txt\"", "\"server.txt\""]);
-    assert!(calls.values().all(|(_, s, c)| *s == 1 && *c == 1), "{calls:?}");
-    assert_eq!(requesters(&cluster, &member("backend")).len(), 2, "backend re-ran");
+    assert!(
+        calls.values().all(|(_, s, c)| *s == 1 && *c == 1),
+        "{calls:?}"
+    );
+    assert_eq!(
+        requesters(&cluster, &member("backend")).len(),
+        2,
+        "backend re-ran"
+    );
     assert_eq!(requesters(&cluster, &member("frontend")).len(), 3);
     assert_eq!(
         std::fs::read_to_string(cluster.project.join("page.txt")).unwrap(),
