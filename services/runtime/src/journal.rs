@@ -97,7 +97,7 @@ impl SessionJournal {
 
     /// Makes this a guest writer (see [`GuestWriter`]): it never writes the session's
     /// summary (the owner does) and catches up with the store before every append.
-    pub(crate) fn as_guest(mut self, guest: GuestWriter) -> Self {
+    pub(crate) fn with_guest(mut self, guest: GuestWriter) -> Self {
         self.guest = Some(guest);
         self
     }

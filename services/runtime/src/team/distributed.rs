@@ -329,7 +329,7 @@ impl<'a> Watch<'a> {
             }
             let gave_up = cancelled_at.is_some_and(|at| at.elapsed() > CANCEL_GRACE);
             let gone = !placement.alive(worker, incarnation).await
-                || (polls % ASK_EVERY == 0
+                || (polls.is_multiple_of(ASK_EVERY)
                     && placement
                         .running(worker, tenant, journal.session_id(), &self.member.run_id)
                         .await

@@ -67,7 +67,7 @@ impl Runtime {
         let journal = SessionJournal::open(self.store.clone(), key, job.fence)
             .await?
             .with_memory(memory)
-            .as_guest(GuestWriter {
+            .with_guest(GuestWriter {
                 stream: stream.clone(),
                 version: AtomicU64::new(job.opening_version),
                 alive,
