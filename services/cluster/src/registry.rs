@@ -210,6 +210,23 @@ impl Registry {
         record.map(|r| decode(instance_id, &r)).transpose()
     }
 
+    /// The incarnation of a live instance (see the module docs); `None` when it is not live.
+    pub async fn incarnation(&self, instance_id: &str) -> Result<Option<String>> {
+        let record: Option<String> = self
+            .redis
+            .query(redis::cmd("GET").arg(self.redis.keys().instance(instance_id)))
+            .await?;
+        record
+            .map(|r| {
+                serde_json::from_str::<Record>(&r)
+                    .map(|r| r.incarnation)
+                    .map_err(|err| {
+                        ClusterError::protocol(format!("registry entry of {instance_id}: {err}"))
+                    })
+            })
+            .transpose()
+    }
+
     /// Whether the instance's entry exists (it has heartbeated within its TTL).
     pub async fn is_live(&self, instance_id: &str) -> Result<bool> {
         let exists: bool = self

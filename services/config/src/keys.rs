@@ -79,6 +79,7 @@ pub(crate) const KEYS: &[(&str, Kind)] = &[
     ("subagent_max_depth", Kind::U32),
     ("subagent_max_total", Kind::U32),
     ("team_max_messages_per_round", Kind::U32),
+    ("team_distributed", Kind::Bool),
     ("memory_context_tokens", Kind::U32),
     ("conversation_window", Kind::U32),
     ("memory_compile", Kind::Bool),

@@ -204,6 +204,10 @@ pub struct Settings {
     /// Messages (`team_message`) all members of an agent team may send in one round
     /// together; one more gets an error result. Default: 24.
     pub team_max_messages_per_round: u32,
+    /// Cluster profile only: an agent team's member tasks run on other live instances
+    /// (dispatched over the Streams RPC, written under the session's fence) instead of all
+    /// on the session's owner (docs/teams.md#distributed-members). Default: false.
+    pub team_distributed: bool,
     /// Tokens of earlier evidence the Memory Fabric adds to the system prompt of a run's
     /// first step (when a memory store is configured). 0 disables it. Default: 1500.
     pub memory_context_tokens: u32,
@@ -317,6 +321,7 @@ impl Default for Settings {
             subagent_max_depth: 2,
             subagent_max_total: 8,
             team_max_messages_per_round: 24,
+            team_distributed: false,
             memory_context_tokens: 1500,
             conversation_window: 20,
             memory_compile: false,
@@ -397,6 +402,7 @@ impl std::fmt::Debug for Settings {
                 "team_max_messages_per_round",
                 &self.team_max_messages_per_round,
             )
+            .field("team_distributed", &self.team_distributed)
             .field("memory_context_tokens", &self.memory_context_tokens)
             .field("conversation_window", &self.conversation_window)
             .field("memory_compile", &self.memory_compile)

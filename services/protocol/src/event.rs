@@ -10,6 +10,7 @@ use crate::team::{
     TeamCompleted, TeamContractWritten, TeamEntered, TeamExited, TeamFollowUpOpened,
     TeamFollowUpResolved, TeamGateChecked, TeamMemberThinking, TeamMessageSent,
     TeamMessagesDelivered, TeamRoundEnded, TeamRoundStarted, TeamTaskDispatched, TeamTaskEnded,
+    TeamTaskStarted,
 };
 
 /// One durable event. On the wire it is an object with a `kind` tag and the kind's fields.
@@ -376,6 +377,8 @@ pub enum Event {
     TeamFollowUpResolved(TeamFollowUpResolved),
     #[serde(rename = "team.member_thinking")]
     TeamMemberThinking(TeamMemberThinking),
+    #[serde(rename = "team.task_started")]
+    TeamTaskStarted(TeamTaskStarted),
 
     /// A kind this build does not know (written by a newer server). Readers skip it.
     #[serde(other)]
@@ -435,6 +438,7 @@ impl Event {
             Event::TeamFollowUpOpened(_) => "team.follow_up_opened",
             Event::TeamFollowUpResolved(_) => "team.follow_up_resolved",
             Event::TeamMemberThinking(_) => "team.member_thinking",
+            Event::TeamTaskStarted(_) => "team.task_started",
             Event::Unknown => "unknown",
         }
     }
@@ -515,6 +519,7 @@ impl Event {
             | Event::TeamFollowUpOpened(_)
             | Event::TeamFollowUpResolved(_)
             | Event::TeamMemberThinking(_)
+            | Event::TeamTaskStarted(_)
             | Event::Unknown => None,
         }
     }

@@ -297,6 +297,19 @@ pub struct TeamMemberThinking {
     pub text: String,
 }
 
+/// `team.task_started` (the member's stream): with `team_distributed`, which cluster instance
+/// runs a member task. The instance that takes the task journals it first, appended only
+/// while the member's stream is exactly as the owner left it after the task's
+/// `message.user`, so exactly one instance ever starts a task (docs/teams.md#distributed-members).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TeamTaskStarted {
+    pub team_run_id: String,
+    pub task_id: String,
+    pub agent: String,
+    /// The cluster instance that runs the task.
+    pub instance_id: String,
+}
+
 /// One team as `team.list` shows it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct TeamInfo {

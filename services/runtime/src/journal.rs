@@ -1,7 +1,13 @@
 //! The session's writer: appends to the store under the owner's fence, keeps the projection
 //! current, and broadcasts committed events (in seq order) and ephemeral deltas.
+//!
+//! Usually the owner is the session's only writer. With distributed team members
+//! (docs/teams.md#distributed-members) another instance writes a member's stream under the
+//! same fence, as a *guest* ([`GuestWriter`]); the store numbers every append, so seqs stay
+//! contiguous, and each writer fills the gaps the other left in its projection from the
+//! store before applying its own events.
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use lumina_journal::{
@@ -25,6 +31,21 @@ pub enum Outbound {
 /// Capacity of the live broadcast; a subscriber that lags further re-reads from the store.
 const BROADCAST_CAPACITY: usize = 1024;
 
+/// Whether a guest writer's instance may still write (its registry liveness holds).
+pub type Alive = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// A writer of one member task's stream on an instance that does not own the session
+/// (docs/teams.md#distributed-members). Besides the session's fence, its appends to that
+/// stream carry the stream's version as it left it: once the owner closed the task there
+/// (the guest's instance was declared dead), the next append is refused in the store, and
+/// none is attempted once `alive` says the instance's liveness lapsed.
+pub struct GuestWriter {
+    pub stream: String,
+    /// The stream's version after this writer's last append.
+    pub version: AtomicU64,
+    pub alive: Alive,
+}
+
 pub struct SessionJournal {
     store: Arc<dyn JournalStore>,
     key: SessionKey,
@@ -38,6 +59,11 @@ pub struct SessionJournal {
     /// committed it all the same (a reply lost with the connection), so the projection
     /// catches up from the store before the next append.
     stale: AtomicBool,
+    /// Set on a guest writer (another instance owns the session).
+    guest: Option<GuestWriter>,
+    /// Tasks another instance writes into this session now: while any runs, every append
+    /// first catches the projection up with the store.
+    external: AtomicUsize,
 }
 
 impl SessionJournal {
@@ -64,7 +90,39 @@ impl SessionJournal {
             tx,
             memory: None,
             stale: AtomicBool::new(false),
+            guest: None,
+            external: AtomicUsize::new(0),
         })
+    }
+
+    /// Makes this a guest writer (see [`GuestWriter`]): it never writes the session's
+    /// summary (the owner does) and catches up with the store before every append.
+    pub(crate) fn with_guest(mut self, guest: GuestWriter) -> Self {
+        self.guest = Some(guest);
+        self
+    }
+
+    /// Counts a task that another instance writes into this session (until the guard is
+    /// dropped): meanwhile appends catch up with the store first.
+    pub(crate) fn external_writer(self: &Arc<Self>) -> ExternalWriter {
+        self.external.fetch_add(1, Ordering::SeqCst);
+        ExternalWriter(self.clone())
+    }
+
+    /// [`SessionJournal::sync`] when another instance writes this session too (a guest
+    /// writer, or an owner with distributed member tasks running).
+    pub(crate) async fn sync_if_shared(&self) -> Result<()> {
+        if self.guest.is_some() || self.external.load(Ordering::SeqCst) > 0 {
+            self.sync().await?;
+        }
+        Ok(())
+    }
+
+    /// Brings the projection up to the store now (events other instances wrote), and
+    /// broadcasts them.
+    pub(crate) async fn sync(&self) -> Result<()> {
+        let mut projection = self.projection.lock().await;
+        self.catch_up(&mut projection).await
     }
 
     /// Records visible events as evidence in `memory` after each append.
@@ -131,6 +189,19 @@ impl SessionJournal {
             .await
     }
 
+    /// Appends to `stream` only while its version is `expected` (a conflict otherwise):
+    /// how exactly one instance starts a distributed member task.
+    pub(crate) async fn append_guarded(
+        &self,
+        stream: &str,
+        events: Vec<Event>,
+        audit: Vec<NewAudit>,
+        expected: ExpectedVersion,
+    ) -> Result<Vec<Arc<EventFrame>>> {
+        self.append_inner(stream, events, None, audit, Some(expected))
+            .await
+    }
+
     async fn append_batch(
         &self,
         stream: &str,
@@ -138,7 +209,30 @@ impl SessionJournal {
         command: Option<CommandRecord>,
         audit: Vec<NewAudit>,
     ) -> Result<Vec<Arc<EventFrame>>> {
+        self.append_inner(stream, events, command, audit, None)
+            .await
+    }
+
+    async fn append_inner(
+        &self,
+        stream: &str,
+        events: Vec<Event>,
+        command: Option<CommandRecord>,
+        audit: Vec<NewAudit>,
+        expected: Option<ExpectedVersion>,
+    ) -> Result<Vec<Arc<EventFrame>>> {
         let mut projection = self.projection.lock().await;
+        let guarded = self.guest.as_ref().filter(|g| g.stream == stream);
+        if let Some(guest) = &self.guest {
+            if !(guest.alive)() {
+                return Err(crate::Error::Fenced);
+            }
+        }
+        let expected = match (expected, guarded) {
+            (Some(expected), _) => expected,
+            (None, Some(guest)) => ExpectedVersion::Exact(guest.version.load(Ordering::SeqCst)),
+            (None, None) => ExpectedVersion::Any,
+        };
         let touches_summary = events.iter().any(|e| {
             matches!(
                 e,
@@ -154,7 +248,7 @@ impl SessionJournal {
         });
         let batch = AppendBatch {
             stream: stream.to_string(),
-            expected: ExpectedVersion::Any,
+            expected,
             events: events
                 .iter()
                 .map(|e| {
@@ -165,18 +259,36 @@ impl SessionJournal {
             command,
             audit,
         };
-        if self.stale.load(Ordering::SeqCst) {
+        let shared = self.guest.is_some() || self.external.load(Ordering::SeqCst) > 0;
+        if shared || self.stale.load(Ordering::SeqCst) {
             self.catch_up(&mut projection).await?;
         }
         let stored = match self.store.append(&self.key, self.fence, batch).await {
             Ok(stored) => stored,
+            // The guest's own stream moved on: the owner closed the task.
+            Err(lumina_journal::Error::Conflict { .. }) if guarded.is_some() => {
+                return Err(crate::Error::Fenced)
+            }
             Err(err) => {
-                if !matches!(err, lumina_journal::Error::Fenced { .. }) {
+                if !matches!(
+                    err,
+                    lumina_journal::Error::Fenced { .. } | lumina_journal::Error::Conflict { .. }
+                ) {
                     self.stale.store(true, Ordering::SeqCst);
                 }
                 return Err(err.into());
             }
         };
+        if let (Some(guest), Some(last)) = (guarded, stored.last()) {
+            guest.version.store(last.stream_seq, Ordering::SeqCst);
+        }
+        // Another writer of the session appended since the projection's head: apply its
+        // events first, so the projection and subscribers see every seq in order.
+        if let Some(first) = stored.first() {
+            if first.seq > projection.head_seq + 1 {
+                self.fill_gap(&mut projection, first.seq).await?;
+            }
+        }
         let frames: Vec<Arc<EventFrame>> = stored
             .iter()
             .filter_map(|s| to_frame(&self.key.session_id, s))
@@ -187,7 +299,7 @@ impl SessionJournal {
             // No receivers is fine: nobody is watching this session right now.
             let _ = self.tx.send(Outbound::Event(frame.clone()));
         }
-        if touches_summary {
+        if touches_summary && self.guest.is_none() {
             let summary = serde_json::to_value(projection.summary()).unwrap_or_default();
             if let Err(err) = self
                 .store
@@ -240,6 +352,28 @@ impl SessionJournal {
         Ok(())
     }
 
+    /// Applies and broadcasts the events between the projection's head and `before`.
+    async fn fill_gap(&self, projection: &mut Projection, before: u64) -> Result<()> {
+        while projection.head_seq + 1 < before {
+            let want = (before - projection.head_seq - 1).min(1000) as usize;
+            let page = self
+                .store
+                .read(&self.key, projection.head_seq, want)
+                .await?;
+            let Some(last) = page.last() else { break };
+            let last = last.seq;
+            for stored in page.iter().filter(|s| s.seq < before) {
+                if let Some(frame) = to_frame(&self.key.session_id, stored) {
+                    let frame = Arc::new(frame);
+                    projection.apply(&frame);
+                    let _ = self.tx.send(Outbound::Event(frame));
+                }
+            }
+            projection.head_seq = projection.head_seq.max(last.min(before - 1));
+        }
+        Ok(())
+    }
+
     /// Broadcasts an ephemeral delta (not journaled).
     pub fn send_delta(&self, delta: DeltaFrame) {
         let _ = self.tx.send(Outbound::Delta(Arc::new(delta)));
@@ -281,6 +415,16 @@ impl SessionJournal {
             .iter()
             .filter_map(|s| to_frame(&self.key.session_id, s))
             .collect())
+    }
+}
+
+/// Counts one task another instance writes into the session (see
+/// [`SessionJournal::external_writer`]).
+pub(crate) struct ExternalWriter(Arc<SessionJournal>);
+
+impl Drop for ExternalWriter {
+    fn drop(&mut self) {
+        self.0.external.fetch_sub(1, Ordering::SeqCst);
     }
 }
 

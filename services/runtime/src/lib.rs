@@ -102,6 +102,8 @@ pub(crate) struct Shared {
     pub mcp: Option<lumina_mcp::McpManager>,
     /// The A2A client of `a2a_delegate` and remote team members (its card cache is shared).
     pub a2a: lumina_a2a::A2aClient,
+    /// Where team member tasks run (cluster with `team_distributed`); `None`: here.
+    pub placement: Option<Arc<dyn team::MemberPlacement>>,
 }
 
 /// Cheap to clone; all clones share the open sessions.
@@ -131,6 +133,7 @@ impl Runtime {
                 compiler: Arc::new(memory::Compiler::new(memory::COMPILE_DEBOUNCE)),
                 mcp: None,
                 a2a: lumina_a2a::A2aClient::default(),
+                placement: None,
             }),
             options: Arc::new(options),
             store,
@@ -195,6 +198,15 @@ impl Runtime {
             &Default::default(),
         )
         .map_err(|e| Error::Settings(settings::SettingsError::Load(e)))
+    }
+
+    /// Runs agent teams' member tasks where `placement` says (another cluster instance,
+    /// docs/teams.md#distributed-members). Call it before opening sessions.
+    pub fn with_member_placement(mut self, placement: Arc<dyn team::MemberPlacement>) -> Self {
+        let mut shared = (*self.shared).clone();
+        shared.placement = Some(placement);
+        self.shared = Arc::new(shared);
+        self
     }
 
     /// The MCP manager, when the runtime has one.

@@ -273,6 +273,7 @@ impl Projection {
             | Event::McpSignInRequired { .. }
             | Event::McpSignInEnded { .. }
             | Event::TeamMemberThinking(_)
+            | Event::TeamTaskStarted(_)
             | Event::Unknown => {}
         }
     }

@@ -89,13 +89,29 @@ pub async fn close_open_work(journal: &SessionJournal) -> Result<usize> {
 /// Adds the closing events of one open run to `events`, innermost first, and the audit
 /// records of the permission requests it denies.
 fn close_run(run_id: &str, run: &OpenRun, events: &mut Vec<Event>, audit: &mut Vec<NewAudit>) {
+    close_inner(run_id, run, REASON, events, audit);
+    events.push(Event::RunInterrupted {
+        run_id: run_id.to_string(),
+        reason: REASON.into(),
+    });
+}
+
+/// Adds the closing events of what one open run left open (permission requests, tools,
+/// steps; not the run itself), innermost first, with `reason`.
+pub(crate) fn close_inner(
+    run_id: &str,
+    run: &OpenRun,
+    reason: &str,
+    events: &mut Vec<Event>,
+    audit: &mut Vec<NewAudit>,
+) {
     for (request_id, requested) in &run.open_permissions {
         let resolved = Event::PermissionResolved {
             run_id: run_id.to_string(),
             request_id: request_id.clone(),
             decision: Decision::Deny,
             by: "recovery".into(),
-            reason: Some(REASON.into()),
+            reason: Some(reason.into()),
         };
         if let Some(subject) = Subject::of_request(&requested.event) {
             audit.extend(audit::record(events.len(), &resolved, &subject, None));
@@ -107,18 +123,14 @@ fn close_run(run_id: &str, run: &OpenRun, events: &mut Vec<Event>, audit: &mut V
             run_id: run_id.to_string(),
             call_id: call_id.clone(),
             tool: tool.clone(),
-            reason: REASON.into(),
+            reason: reason.into(),
         });
     }
     for step in &run.open_steps {
         events.push(Event::StepInterrupted {
             run_id: run_id.to_string(),
             step: *step,
-            reason: REASON.into(),
+            reason: reason.into(),
         });
     }
-    events.push(Event::RunInterrupted {
-        run_id: run_id.to_string(),
-        reason: REASON.into(),
-    });
 }

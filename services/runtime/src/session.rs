@@ -138,6 +138,11 @@ impl Session {
         &self.shared.tools
     }
 
+    /// Where team member tasks run, when not all here (`team_distributed`).
+    pub(crate) fn placement(&self) -> Option<&Arc<dyn crate::team::MemberPlacement>> {
+        self.shared.placement.as_ref()
+    }
+
     /// The runtime's A2A client (`a2a_delegate`, remote team members).
     pub(crate) fn a2a_client(&self) -> &lumina_a2a::A2aClient {
         &self.shared.a2a

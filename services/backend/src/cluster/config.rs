@@ -32,6 +32,9 @@ pub struct ClusterConfig {
     /// The header an authenticating reverse proxy puts the user's JWT in
     /// (docs/console.md#sign-in); `None`: no such header is read.
     pub jwt_proxy_header: Option<HeaderName>,
+    /// `team_distributed`: member tasks of agent teams run on other live instances
+    /// (docs/teams.md#distributed-members).
+    pub team_distributed: bool,
 }
 
 /// A start-up configuration error. The message names settings, never values.
@@ -116,6 +119,7 @@ impl ClusterConfig {
             lease_ttl: Duration::from_millis(settings.cluster_lease_ttl_ms.clamp(1_000, 60_000)),
             drain_timeout: Duration::from_millis(settings.cluster_drain_timeout_ms),
             jwt_proxy_header,
+            team_distributed: settings.team_distributed,
         })
     }
 }

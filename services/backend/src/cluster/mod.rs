@@ -8,6 +8,8 @@
 //! - `gateway.rs`: routing of requests to owners; reads from PostgreSQL.
 //! - `subscribe.rs` / `relay.rs`: events to subscribers on any instance.
 //! - `profile.rs`: the instance as the server's `Profile`.
+//! - `team.rs`: distributed team members (`team_distributed`): placement and the worker's
+//!   RPC methods.
 //!
 //! A2A (`/a2a`, the Agent Card) is served by every instance over the shared PostgreSQL task
 //! store (`crate::a2a::pg_store`); its executor goes through the same `Profile`, so a
@@ -20,6 +22,7 @@ pub mod node;
 pub mod profile;
 pub mod relay;
 pub mod subscribe;
+pub mod team;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -244,6 +247,11 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
     let handler = move |request: lumina_cluster::RpcRequest| {
         let node = rpc_node.clone();
         async move {
+            if request.method.starts_with("team.member_") {
+                return node
+                    .handle_member_rpc(&request.method, request.payload)
+                    .await;
+            }
             let forwarded: Forwarded = serde_json::from_value(request.payload)
                 .map_err(|e| HandlerError(format!("malformed forwarded request: {e}")))?;
             let reply: ForwardReply = node

@@ -59,7 +59,7 @@ pub struct Node {
     pub(super) redis: Redis,
     pub(super) leases: Leases,
     pub(super) keeper: LeaseKeeper,
-    registration: Registration,
+    pub(super) registration: Registration,
     pub(super) registry: Registry,
     ownerships: Ownerships,
     pub(super) rpc: RpcClient,
@@ -75,6 +75,8 @@ pub struct Node {
     /// one first saw them free.
     deferred: Mutex<HashMap<String, tokio::time::Instant>>,
     pub(super) relay: Relay,
+    /// Member tasks of other owners' teams running here (`team_distributed`).
+    pub(super) member_jobs: super::team::MemberJobs,
     this: Weak<Node>,
 }
 
@@ -123,6 +125,7 @@ impl Node {
             acquire_lock: tokio::sync::Mutex::new(()),
             deferred: Mutex::new(HashMap::new()),
             relay,
+            member_jobs: Default::default(),
             this: this.clone(),
         })
     }
@@ -181,7 +184,7 @@ impl Node {
         for tool in lumina_rag::tools::tools(Arc::new(rag)) {
             tools.register(tool);
         }
-        let runtime = Runtime::new(
+        let mut runtime = Runtime::new(
             RuntimeOptions {
                 app_root: self.app_root.clone(),
                 // Runs read their settings from this snapshot: whatever the files say,
@@ -206,6 +209,14 @@ impl Node {
         }))
         .with_observer(Arc::new(self.relay.clone()))
         .with_memory(Arc::new(memory));
+        if self.config.team_distributed {
+            // Member tasks of this instance's teams run on other live instances
+            // (docs/teams.md#distributed-members).
+            runtime = runtime.with_member_placement(Arc::new(super::team::ClusterPlacement::new(
+                self.this.clone(),
+                self.instance_id(),
+            )));
+        }
         runtimes.insert(tenant.to_string(), runtime.clone());
         runtime
     }

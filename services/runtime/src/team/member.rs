@@ -15,6 +15,7 @@ use lumina_protocol::{team_board_stream, team_member_stream, Event, RunFailureCo
 use lumina_tools::ToolOutput;
 use serde_json::{json, Value};
 
+use super::distributed::Placed;
 use super::state::TeamRecord;
 use super::tools::DispatchPlan;
 use super::{active_team, TeamScope};
@@ -76,8 +77,8 @@ pub(crate) struct MemberModelError {
 }
 
 /// The member's settings: the leader's, with the member's own `model` when it has one.
-fn member_settings(
-    leader: &RunContext,
+pub(crate) fn member_settings(
+    session: &crate::Session,
     settings: &RunSettings,
     team: &TeamScope,
     name: &str,
@@ -87,8 +88,7 @@ fn member_settings(
     };
     let mut overrides = settings.overrides.clone();
     overrides.insert("api_model".into(), Value::String(model));
-    leader
-        .session
+    session
         .reload_with(overrides)
         .map_err(|source| MemberModelError {
             member: name.to_string(),
@@ -143,7 +143,7 @@ async fn task(
         permit = team.shared.parallel.acquire() => permit.ok(),
         _ = leader.cancel.cancelled() => None,
     };
-    let Some(_permit) = permit else {
+    let Some(permit) = permit else {
         let reason = "interrupted before the member started".to_string();
         // A backend that stops serving the session leaves the task to the next owner.
         if !leader.session.is_stopping() {
@@ -165,7 +165,8 @@ async fn task(
     // Mail sent while it waited counts too.
     let record = active_team(&leader.session).await.unwrap_or(record);
     let inbox = record.undelivered(&agent);
-    let (member_settings, unusable) = match member_settings(leader, settings, team, &agent) {
+    let (member_settings, unusable) = match member_settings(&leader.session, settings, team, &agent)
+    {
         Ok(own) => (own, None),
         Err(problem) => (settings.clone(), Some(problem.to_string())),
     };
@@ -196,7 +197,8 @@ async fn task(
         skill: None,
     });
     // One append: the mail is in the member's context exactly when it is marked delivered.
-    journal.append_to(&stream, opening).await?;
+    let opened = journal.append_to(&stream, opening).await?;
+    let opening_version = opened.last().map_or(0, |f| f.stream_seq);
 
     let member = RunContext {
         session: leader.session.clone(),
@@ -239,20 +241,132 @@ async fn task(
             message: problem,
         },
         (None, None) => {
-            let mut steps = 0;
-            let mut last_text = String::new();
-            match run_loop(&member, &mut steps, &mut last_text).await {
-                Ok(outcome) => outcome,
-                Err(Error::Fenced) => return Err(Error::Fenced),
-                Err(err) => Outcome::Failed {
-                    code: RunFailureCode::RuntimeError,
-                    message: err.to_string(),
-                },
+            let placed = match leader.session.placement() {
+                Some(placement) => {
+                    super::distributed::run(
+                        &member,
+                        placement,
+                        &agent,
+                        opening_version,
+                        &settings.overrides,
+                    )
+                    .await?
+                }
+                None => Placed::Here,
+            };
+            match placed {
+                Placed::Here => run_member(&member).await?,
+                Placed::Ended {
+                    status,
+                    summary,
+                    lost,
+                } => {
+                    // Its terminal event is journaled already.
+                    let retry = lost && retry_of.is_none() && !leader.cancel.is_cancelled();
+                    end_on_board(
+                        leader,
+                        &record.team_run_id,
+                        &task_id,
+                        &agent,
+                        status,
+                        &summary,
+                    )
+                    .await?;
+                    if retry {
+                        tracing::info!(session_id = %leader.session.id(), task_id = %task_id, agent = %agent, "dispatching a lost member task once more");
+                        drop(permit);
+                        return run_task(leader, settings, team, call_id, plan, Some(task_id))
+                            .await;
+                    }
+                    return Ok(
+                        leader_result(leader, record, &agent, &task_id, status, &summary).await,
+                    );
+                }
             }
         }
     };
     let usage = leader.session.run_usage(&task_id).await;
-    let (terminal, status, summary) = match outcome {
+    let (terminal, status, summary) = terminal(&task_id, outcome, usage);
+    journal.append_to(&stream, vec![terminal]).await?;
+    end_on_board(
+        leader,
+        &record.team_run_id,
+        &task_id,
+        &agent,
+        status,
+        &summary,
+    )
+    .await?;
+    drop(permit);
+    Ok(leader_result(leader, record, &agent, &task_id, status, &summary).await)
+}
+
+/// Runs a member task's turns here.
+pub(crate) async fn run_member(member: &RunContext) -> Result<Outcome> {
+    let mut steps = 0;
+    let mut last_text = String::new();
+    match run_loop(member, &mut steps, &mut last_text).await {
+        Ok(outcome) => Ok(outcome),
+        Err(Error::Fenced) => Err(Error::Fenced),
+        Err(err) => Ok(Outcome::Failed {
+            code: RunFailureCode::RuntimeError,
+            message: err.to_string(),
+        }),
+    }
+}
+
+/// `team.task_ended` on the board.
+async fn end_on_board(
+    leader: &RunContext,
+    team_run_id: &str,
+    task_id: &str,
+    agent: &str,
+    status: TaskStatus,
+    summary: &str,
+) -> Result<()> {
+    leader
+        .session
+        .journal()
+        .append_to(
+            &team_board_stream(team_run_id),
+            vec![Event::TeamTaskEnded(TeamTaskEnded {
+                team_run_id: team_run_id.to_string(),
+                task_id: task_id.to_string(),
+                agent: agent.to_string(),
+                status,
+                summary: summary.to_string(),
+            })],
+        )
+        .await?;
+    Ok(())
+}
+
+/// The leader's tool result for an ended task.
+async fn leader_result(
+    leader: &RunContext,
+    record: TeamRecord,
+    agent: &str,
+    task_id: &str,
+    status: TaskStatus,
+    summary: &str,
+) -> ToolOutput {
+    let record = active_team(&leader.session).await.unwrap_or(record);
+    let text = result_text(&record, agent, task_id, status, summary);
+    let output = match status {
+        TaskStatus::Completed => ToolOutput::ok(text),
+        _ => ToolOutput::error(text),
+    };
+    output.with_metadata(json!({ "task_id": task_id, "agent": agent, "status": status }))
+}
+
+/// A member run's terminal event for its outcome, with the task's status and summary.
+pub(crate) fn terminal(
+    task_id: &str,
+    outcome: Outcome,
+    usage: lumina_protocol::Usage,
+) -> (Event, TaskStatus, String) {
+    let task_id = task_id.to_string();
+    match outcome {
         Outcome::Completed(text) => {
             let text = if text.trim().is_empty() {
                 "(the member ended without a final message)".to_string()
@@ -295,27 +409,7 @@ async fn task(
             TaskStatus::Failed,
             "unexpected goal verdict".into(),
         ),
-    };
-    journal.append_to(&stream, vec![terminal]).await?;
-    journal
-        .append_to(
-            &board,
-            vec![Event::TeamTaskEnded(TeamTaskEnded {
-                team_run_id: record.team_run_id.clone(),
-                task_id: task_id.clone(),
-                agent: agent.clone(),
-                status,
-                summary: summary.clone(),
-            })],
-        )
-        .await?;
-    let record = active_team(&leader.session).await.unwrap_or(record);
-    let text = result_text(&record, &agent, &task_id, status, &summary);
-    let output = match status {
-        TaskStatus::Completed => ToolOutput::ok(text),
-        _ => ToolOutput::error(text),
-    };
-    Ok(output.with_metadata(json!({ "task_id": task_id, "agent": agent, "status": status })))
+    }
 }
 
 /// What the leader reads: the member's result and the mail its task (or the interrupted

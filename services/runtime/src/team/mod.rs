@@ -33,6 +33,7 @@
 //!   dispatched once more, completed ones are never re-run.
 
 pub(crate) mod control;
+mod distributed;
 mod follow_ups;
 mod gates;
 pub(crate) mod member;
@@ -41,6 +42,7 @@ mod prompt;
 mod remote;
 pub mod state;
 pub(crate) mod tools;
+mod worker;
 
 use std::sync::{Arc, Mutex as StdMutex};
 
@@ -51,9 +53,11 @@ use crate::run::RunContext;
 use crate::session::Session;
 
 pub use control::{create_team, install_builtin_teams, list_teams};
+pub use distributed::{MemberJob, MemberPlacement, PlacementError};
 pub(crate) use prompt::system_prompt;
 pub use state::TeamRecord;
 pub(crate) use tools::DISPATCH_TOOL;
+pub use worker::MemberRun;
 
 /// The member names that are gates when a team has them.
 pub const QA_MEMBER: &str = "qa";

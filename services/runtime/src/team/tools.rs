@@ -238,6 +238,8 @@ pub(crate) async fn call(
     let Some(team) = ctx.team.as_deref() else {
         return Ok(ToolOutput::error("this run is not part of a team"));
     };
+    // Members on other instances write the board too (team_distributed).
+    ctx.session.journal().sync_if_shared().await?;
     let Some(record) = active_team(&ctx.session).await else {
         return Ok(ToolOutput::error("the session has left its team"));
     };

@@ -446,7 +446,7 @@ impl App {
                 }
             }
             // Journaled on the member's stream only (`apply_side_stream`).
-            Event::TeamMemberThinking(_) => {}
+            Event::TeamMemberThinking(_) | Event::TeamTaskStarted(_) => {}
             Event::Unknown => {
                 self.transcript.push(EntryKind::Dim(format!(
                     "event #{} of a kind this version does not know",
@@ -565,6 +565,7 @@ impl App {
                 None => return,
             },
             Event::TeamMessagesDelivered(_) => return,
+            Event::TeamTaskStarted(e) => format!("runs on instance {}", e.instance_id),
             event @ Event::DelegateUpdated { .. } => match delegate_line(event) {
                 Some(line) => line,
                 None => return,

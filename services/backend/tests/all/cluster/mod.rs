@@ -18,4 +18,5 @@ mod routing;
 mod support;
 mod takeover;
 mod team;
+mod team_distributed;
 mod traces;

@@ -41,6 +41,9 @@ pub struct Cluster {
     pub instances: Vec<Instance>,
     /// Extra environment for every instance.
     pub extra_env: Vec<(String, String)>,
+    /// Each instance calls the scripted model under its own path prefix (`/<instance id>/v1/…`),
+    /// so the model's request log says which instance made each request.
+    pub model_path_per_instance: bool,
 }
 
 fn free_port() -> u16 {
@@ -60,6 +63,25 @@ impl Cluster {
         n: usize,
         turns: Vec<Turn>,
         extra_env: Vec<(String, String)>,
+    ) -> Cluster {
+        Self::start_inner(n, turns, extra_env, false).await
+    }
+
+    /// Like [`Cluster::start_with_env`], with every model request attributed to the
+    /// instance that made it (the recorded request's `path` starts with `/<instance id>/`).
+    pub async fn start_attributed(
+        n: usize,
+        turns: Vec<Turn>,
+        extra_env: Vec<(String, String)>,
+    ) -> Cluster {
+        Self::start_inner(n, turns, extra_env, true).await
+    }
+
+    async fn start_inner(
+        n: usize,
+        turns: Vec<Turn>,
+        extra_env: Vec<(String, String)>,
+        model_path_per_instance: bool,
     ) -> Cluster {
         let tmp = tempfile::tempdir().unwrap();
         let pg = PgServer::start().unwrap();
@@ -88,6 +110,7 @@ impl Cluster {
             cluster_id: format!("test-{}", uuid::Uuid::new_v4().simple()),
             instances: Vec::new(),
             extra_env,
+            model_path_per_instance,
         };
         let migrate = cluster.command(&["migrate"]).output().unwrap();
         assert!(
@@ -134,8 +157,14 @@ impl Cluster {
 
     pub fn spawn(&mut self, id: &str, port: u16) {
         let log = self.tmp.path().join(format!("{id}.log"));
-        let child = self
-            .command(&["cluster", "serve"])
+        let mut command = self.command(&["cluster", "serve"]);
+        if self.model_path_per_instance {
+            command.env(
+                "LUMINA_API_BASE_URL",
+                format!("{}/{id}", self.model.base_url().trim_end_matches('/')),
+            );
+        }
+        let child = command
             .env("LUMINA_INSTANCE_ID", id)
             .env("LUMINA_CLUSTER_LISTEN_ADDR", format!("127.0.0.1:{port}"))
             .stdout(Stdio::null())
