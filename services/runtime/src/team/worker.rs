@@ -154,7 +154,7 @@ impl Runtime {
             ..leader
         };
         // The MCP tools as the owner would list them for the member (connecting here).
-        crate::mcp::refresh_tools(&leader).await;
+        crate::mcp::refresh_tools(&leader).await?;
         let tools = member_tools(&leader, &job.agent, &scope);
         let member = RunContext {
             session,

@@ -135,7 +135,11 @@ mod tests {
 
     #[test]
     fn a_parked_delegation_is_input_required_with_its_reason() {
-        let change = tr(&frame(5, delegate(DelegateStep::Waiting, "call-1")), "r", None);
+        let change = tr(
+            &frame(5, delegate(DelegateStep::Waiting, "call-1")),
+            "r",
+            None,
+        );
         let Some(Change::Parked(call, message)) = &change else {
             panic!("not parked");
         };
@@ -148,7 +152,11 @@ mod tests {
         assert!(text.contains("remote-1"), "{text}");
         assert_eq!(state(change), Some((TaskState::InputRequired, true)));
         // Another run's step changes nothing.
-        assert!(tr(&frame(5, delegate(DelegateStep::Waiting, "call-1")), "other", None)
+        assert!(tr(
+            &frame(5, delegate(DelegateStep::Waiting, "call-1")),
+            "other",
+            None
+        )
         .is_none());
     }
 
@@ -165,13 +173,20 @@ mod tests {
         }
         // The retry's own failed attempt (card, unreachable) is not progress.
         for step in [DelegateStep::Card, DelegateStep::Unreachable] {
-            assert!(tr(&frame(6, delegate(step, "call-1")), "r", Some("call-1"))
-            .is_none());
+            assert!(tr(&frame(6, delegate(step, "call-1")), "r", Some("call-1")).is_none());
         }
         // Not parked, or another call: the steps of a delegation that is followed.
-        assert!(tr(&frame(6, delegate(DelegateStep::Status, "call-1")), "r", None)
+        assert!(tr(
+            &frame(6, delegate(DelegateStep::Status, "call-1")),
+            "r",
+            None
+        )
         .is_none());
-        assert!(tr(&frame(6, delegate(DelegateStep::Status, "call-2")), "r", Some("call-1"))
+        assert!(tr(
+            &frame(6, delegate(DelegateStep::Status, "call-2")),
+            "r",
+            Some("call-1")
+        )
         .is_none());
     }
 
