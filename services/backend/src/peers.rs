@@ -17,8 +17,6 @@ use lumina_protocol::ErrorObject;
 use lumina_runtime::delegate::resolve_target;
 use lumina_runtime::Runtime;
 
-use crate::execute::rt;
-
 /// How long one peer's card may take. Short: the listing waits for the slowest peer.
 pub const CARD_TIMEOUT: Duration = Duration::from_secs(4);
 
@@ -30,7 +28,7 @@ pub async fn list(
     let settings = runtime
         .listing_settings(params.session_id.as_deref(), params.project_root.as_deref())
         .await
-        .map_err(rt)?;
+        .map_err(|e| e.to_error_object())?;
     let client = runtime.a2a_client();
     let probes = settings
         .a2a_peers
