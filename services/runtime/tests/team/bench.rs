@@ -161,7 +161,11 @@ async fn bench_team_round_overhead() {
     for _ in 0..rounds {
         let mut round = Turn::default();
         for agent in members {
-            round = round.with_tool_call("team_dispatch", json!({"agent": agent, "task": "go"}));
+            // The built-in team's task policy: every task names the criteria it serves.
+            round = round.with_tool_call(
+                "team_dispatch",
+                json!({"agent": agent, "task": "go", "criteria": [1]}),
+            );
         }
         script.push(round.matching(LEADER));
         for agent in members {
