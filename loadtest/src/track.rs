@@ -439,20 +439,55 @@ pub struct Verification {
     pub duplicated: u64,
     pub out_of_order: u64,
     pub mismatched: u64,
-    /// Per run id in the journal: (run.started count, terminal count).
-    pub runs: HashMap<String, (u32, u32)>,
+    /// Per run id in the journal: how often it was queued, started and ended.
+    pub runs: HashMap<String, RunEvents>,
     pub problems: Vec<String>,
 }
 
-fn journal_runs(journal: &[EventFrame]) -> HashMap<String, (u32, u32)> {
-    let mut runs: HashMap<String, (u32, u32)> = HashMap::new();
+/// One run's lifecycle events in a journal.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunEvents {
+    /// `run.queued` (a follow-up accepted behind other runs).
+    pub queued: u32,
+    /// `run.started`.
+    pub started: u32,
+    /// `run.completed`, `run.failed` or `run.interrupted`.
+    pub ended: u32,
+}
+
+/// How a submitted run stands in the journal once the load has stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunShape {
+    /// Started once and ended once, or queued once and cancelled before it started.
+    WellFormed,
+    /// Accepted (queued or started once) and not ended yet: slow, not wrong.
+    Unfinished,
+    /// Anything else: counted twice, ended without being accepted, …
+    Malformed,
+}
+
+impl RunEvents {
+    pub fn shape(&self) -> RunShape {
+        match (self.queued, self.started, self.ended) {
+            (0 | 1, 1, 1) | (1, 0, 1) => RunShape::WellFormed,
+            (0 | 1, 1, 0) | (1, 0, 0) => RunShape::Unfinished,
+            _ => RunShape::Malformed,
+        }
+    }
+}
+
+fn journal_runs(journal: &[EventFrame]) -> HashMap<String, RunEvents> {
+    let mut runs: HashMap<String, RunEvents> = HashMap::new();
     for frame in journal.iter().filter(|f| f.stream == "main") {
         match &frame.event {
-            Event::RunStarted { run_id, .. } => runs.entry(run_id.clone()).or_default().0 += 1,
+            Event::RunQueued { run_id, .. } => runs.entry(run_id.clone()).or_default().queued += 1,
+            Event::RunStarted { run_id, .. } => {
+                runs.entry(run_id.clone()).or_default().started += 1
+            }
             Event::RunCompleted { run_id, .. }
             | Event::RunFailed { run_id, .. }
             | Event::RunInterrupted { run_id, .. } => {
-                runs.entry(run_id.clone()).or_default().1 += 1
+                runs.entry(run_id.clone()).or_default().ended += 1
             }
             _ => {}
         }
@@ -506,4 +541,81 @@ async fn pump(
     }
     state.lock().await.closed = true;
     changed.notify_waiters();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn frames(events: Vec<Event>) -> Vec<EventFrame> {
+        events
+            .into_iter()
+            .enumerate()
+            .map(|(k, event)| EventFrame {
+                session_id: "s".into(),
+                seq: k as u64 + 1,
+                stream: "main".into(),
+                stream_seq: k as u64 + 1,
+                ts_ms: 0,
+                event,
+            })
+            .collect()
+    }
+
+    fn queued(run: &str) -> Event {
+        Event::RunQueued {
+            run_id: run.into(),
+            idempotency_key: run.into(),
+            prompt: String::new(),
+            mode: "followup".into(),
+            headless: true,
+        }
+    }
+
+    fn started(run: &str) -> Event {
+        Event::RunStarted {
+            run_id: run.into(),
+            idempotency_key: run.into(),
+            model: "scripted".into(),
+        }
+    }
+
+    fn interrupted(run: &str) -> Event {
+        Event::RunInterrupted {
+            run_id: run.into(),
+            reason: "user".into(),
+        }
+    }
+
+    #[test]
+    fn queued_runs_count_as_accepted_and_a_cancelled_follow_up_is_well_formed() {
+        let runs = journal_runs(&frames(vec![
+            started("a"),
+            queued("b"),
+            queued("c"),
+            interrupted("a"),
+            started("b"),
+            interrupted("c"),
+            queued("d"),
+        ]));
+        assert_eq!(runs["a"].shape(), RunShape::WellFormed);
+        assert_eq!(runs["b"].shape(), RunShape::Unfinished, "started, not ended");
+        assert_eq!(runs["c"].shape(), RunShape::WellFormed, "cancelled while queued");
+        assert_eq!(runs["d"].shape(), RunShape::Unfinished, "still queued");
+        assert!(!runs.contains_key("e"));
+    }
+
+    #[test]
+    fn twice_started_or_ended_without_being_accepted_is_malformed() {
+        let runs = journal_runs(&frames(vec![
+            started("a"),
+            started("a"),
+            interrupted("b"),
+            queued("c"),
+            queued("c"),
+        ]));
+        for run in ["a", "b", "c"] {
+            assert_eq!(runs[run].shape(), RunShape::Malformed, "{run}");
+        }
+    }
 }

@@ -73,14 +73,16 @@ pub struct VerificationSummary {
     pub out_of_order: u64,
     pub mismatched: u64,
     pub runs_submitted: u64,
-    /// Submitted runs with exactly one `run.started` and one terminal event in the journal
-    /// (how each ended is counted elsewhere: `runs_completed`, `run_failed:<code>`).
+    /// Submitted runs with exactly one `run.started` and one terminal event in the journal,
+    /// or a follow-up queued once and cancelled before it started (how each ended is
+    /// counted elsewhere: `runs_completed`, `run_failed:<code>`).
     pub runs_well_formed: u64,
-    /// Submitted runs without exactly one `run.started` and one terminal event in the
-    /// journal, unfinished ones apart.
+    /// Submitted runs missing from the journal or with lifecycle events counted twice or
+    /// out of place (a violation each), unfinished ones apart.
     pub runs_malformed: u64,
-    /// Submitted runs started but still open when the verification's drain ran out (60 s
-    /// after the load stopped): slow, not wrong; not a violation.
+    /// Submitted runs accepted (started, or queued as a follow-up) but still open when the
+    /// verification's drain ran out (60 s after the load stopped): slow, not wrong; not a
+    /// violation.
     #[serde(default)]
     pub runs_unfinished: u64,
     /// Frames the client's view dropped as already applied (normal after a reconnect).

@@ -311,7 +311,7 @@ impl Trial<'_> {
                     row.error
                         .get_or_insert_with(|| "events differ from the journal".into());
                 }
-                if v.runs.get(run_id) != Some(&(1, 1)) {
+                if v.runs.get(run_id).map(|r| (r.started, r.ended)) != Some((1, 1)) {
                     ctx.metrics.violation(format!(
                         "trial {}: run {run_id} is not started and ended exactly once",
                         row.trial

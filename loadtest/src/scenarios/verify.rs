@@ -1,6 +1,8 @@
 //! The end-of-run check of a scenario's sessions: every client must have applied exactly
-//! the journal (nothing lost, nothing twice, in order), every submitted run must have one
-//! `run.started` and one terminal event, and the two clients of a session give the fan-out
+//! the journal (nothing lost, nothing twice, in order), every acknowledged run must be in
+//! the journal — one `run.started` and one terminal event, or queued as a follow-up and
+//! cancelled before it started; one still queued or running when the drain ends is counted
+//! as unfinished, not as a violation — and the two clients of a session give the fan-out
 //! lag. Sessions are checked concurrently under one overall deadline.
 
 use std::sync::Arc;
@@ -14,7 +16,7 @@ use crate::error::error_kind;
 use crate::metrics;
 use crate::progress::Progress;
 use crate::report::VerificationSummary;
-use crate::track::Tracked;
+use crate::track::{RunShape, Tracked};
 
 /// How long clients may take to receive the journal's head once the load has stopped.
 const CATCH_UP: Duration = Duration::from_secs(10);
@@ -147,15 +149,18 @@ async fn verify_slot(ctx: &Ctx, slot: &Slot, deadline: Instant) -> VerificationS
         }
         for run in &submitted {
             match verification.runs.get(run) {
-                Some((1, 1)) => summary.runs_well_formed += 1,
-                // Still running after the drain: reported, not a violation.
-                Some((1, 0)) => summary.runs_unfinished += 1,
-                Some((started, ended)) => {
-                    summary.runs_malformed += 1;
-                    ctx.metrics.violation(format!(
-                        "run {run}: {started} run.started and {ended} terminal events"
-                    ));
-                }
+                Some(events) => match events.shape() {
+                    RunShape::WellFormed => summary.runs_well_formed += 1,
+                    // Still queued or running after the drain: reported, not a violation.
+                    RunShape::Unfinished => summary.runs_unfinished += 1,
+                    RunShape::Malformed => {
+                        summary.runs_malformed += 1;
+                        ctx.metrics.violation(format!(
+                            "run {run}: {} run.queued, {} run.started and {} terminal events",
+                            events.queued, events.started, events.ended
+                        ));
+                    }
+                },
                 None => {
                     summary.runs_malformed += 1;
                     ctx.metrics
