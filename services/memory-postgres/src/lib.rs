@@ -405,7 +405,8 @@ impl MemoryStore for PgMemory {
                 .snapshot(&query.space, aligned.generation, &aligned.indexed)
                 .await?;
             let c = self.client().await?;
-            let words = lexical::query_words(&lexical_query.fulltext);
+            let fts = retrieve::fulltext_query(&query.text, &view.snap);
+            let words = lexical::query_words(&fts);
             let fulltext = fulltext::fulltext(
                 &**c,
                 self.tenant(),

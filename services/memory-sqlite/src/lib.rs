@@ -306,7 +306,7 @@ impl MemoryStore for SqliteMemory {
         // full-text candidates, while 2. the model encodes the query (both CPU-bound, on
         // their own threads).
         let lexical_query = retrieve::encode(&query.text);
-        let fts = lexical_query.fulltext.clone();
+        let text = query.text.clone();
         let space = query.space.clone();
         let recall_lexical = async {
             let aligned = lumina_memory::build::align(self, &query.space).await?;
@@ -315,6 +315,7 @@ impl MemoryStore for SqliteMemory {
                 .blocking(move |inner| {
                     let snap = Self::snapshot(inner, &space, at.0, &at.1)?;
                     let o = &inner.options.retrieval;
+                    let fts = retrieve::fulltext_query(&text, &snap);
                     let fulltext = inner.index().fulltext(
                         at.0,
                         &space,

@@ -51,6 +51,7 @@ macro_rules! memory_conformance_suite {
             recall_returns_source_ids,
             recall_respects_budget_and_count,
             recall_catches_up_new_evidence,
+            recall_skips_ubiquitous_words,
             recall_organizes_context,
             recall_empty_space,
             sync_aligns_every_space,

@@ -102,6 +102,51 @@ pub async fn recall_catches_up_new_evidence(store: Arc<dyn MemoryStore>) {
     assert!(store.status(SPACE).await.unwrap().aligned());
 }
 
+/// A word in most of a large space's rows is no full-text candidate (its BM25 IDF is at
+/// the floor, and matching it would read every such row: `retrieve::fulltext_query`), while
+/// the rare word of the same query still finds its row.
+pub async fn recall_skips_ubiquitous_words(store: Arc<dyn MemoryStore>) {
+    let rows = crate::retrieve::UBIQUITOUS_MIN_DOCS as i64 + 100;
+    let chatter: Vec<NewEvidence> = (0..rows)
+        .map(|k| NewEvidence {
+            space: SPACE.into(),
+            context: format!("load-{}", k / 4),
+            session_id: format!("load-{}", k / 4),
+            actor: if k % 2 == 0 { "user" } else { "assistant" }.into(),
+            event_time_ms: 1_690_000_000_000 + k,
+            turn_order: k % 4,
+            text: if k % 2 == 0 { "Say ok." } else { "I say ok." }.into(),
+            source_id: format!("load:{k}"),
+            source_offset: k,
+        })
+        .collect();
+    for batch in chatter.chunks(500) {
+        store.append(batch.to_vec()).await.unwrap();
+    }
+    let rare = store
+        .append(vec![NewEvidence {
+            space: SPACE.into(),
+            context: "pets".into(),
+            session_id: "pets".into(),
+            actor: "user".into(),
+            event_time_ms: 1_690_000_100_000,
+            turn_order: 0,
+            text: "Our dog Biscuit says ok to water.".into(),
+            source_id: "pets:0".into(),
+            source_offset: 0,
+        }])
+        .await
+        .unwrap();
+    let only_common = store.recall(&query("Say ok")).await.unwrap();
+    assert_eq!(
+        only_common.stats.fulltext, 0,
+        "words in every row are no full-text candidates"
+    );
+    let mixed = store.recall(&query("Say ok, Biscuit")).await.unwrap();
+    assert_eq!(mixed.stats.fulltext, 1, "only the row with the rare word");
+    assert_eq!(mixed.items[0].event_id, rare[0].evidence.event_id);
+}
+
 /// Groups are chronological, items inside a group in turn order, every item once.
 pub async fn recall_organizes_context(store: Arc<dyn MemoryStore>) {
     store.append(sample_conversation(SPACE)).await.unwrap();

@@ -121,8 +121,6 @@ impl Default for RetrievalOptions {
 pub struct EncodedQuery {
     /// Analyzed terms, deduplicated.
     pub terms: Vec<String>,
-    /// The FTS5 query (any of the content words).
-    pub fulltext: String,
     /// The query vector, when an embedding provider is configured.
     pub dense: Option<Vec<f32>>,
     /// The model's learned sparse weights (empty without them).
@@ -131,13 +129,43 @@ pub struct EncodedQuery {
     pub tokens: Vec<Vec<f32>>,
 }
 
-/// Query encoding, the lexical part: analyzer terms and the full-text query.
+/// How many of a space's documents a word's stem must be in, besides half of them, before
+/// [`fulltext_query`] leaves the word out.
+pub const UBIQUITOUS_MIN_DOCS: u32 = 1_000;
+
+/// The full-text query of `query_text` against a space's read view: its content words,
+/// without the ubiquitous ones — those whose stem is in at least half the view's documents
+/// (and in at least [`UBIQUITOUS_MIN_DOCS`]). Their BM25 inverse document frequency is at
+/// or below zero, which FTS5 and the PostgreSQL BM25F floor at 1e-6: they add nothing to
+/// a score, yet matching them makes the candidate query read every document that has them
+/// (every row of a space where each turn says "ok"). Small spaces keep every word: there
+/// the query is cheap and a word in half of a handful of rows still picks the right ones.
+pub fn fulltext_query(query_text: &str, view: &Snapshot) -> String {
+    let n = view.docs.len() as u64;
+    let words: Vec<String> = text::content_words(query_text)
+        .into_iter()
+        .filter(|word| {
+            !text::terms(word).iter().any(|term| {
+                let df = view
+                    .vocab
+                    .get(term)
+                    .and_then(|id| view.any_df.get(id))
+                    .copied()
+                    .unwrap_or(0);
+                df >= UBIQUITOUS_MIN_DOCS && u64::from(df) * 2 >= n
+            })
+        })
+        .collect();
+    crate::derive::fts_query(&words)
+}
+
+/// Query encoding, the lexical part: analyzer terms (the full-text query depends on the
+/// space's read view: [`fulltext_query`]).
 pub fn encode(query_text: &str) -> EncodedQuery {
     let mut terms = text::terms(query_text);
     let mut seen = std::collections::HashSet::new();
     terms.retain(|t| seen.insert(t.clone()));
     EncodedQuery {
-        fulltext: crate::derive::fts_query(&text::content_words(query_text)),
         terms,
         ..EncodedQuery::default()
     }
