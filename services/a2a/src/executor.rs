@@ -1,7 +1,9 @@
 //! What runs a task: the [`Executor`] trait (the backend's agent runtime, or the TCK
 //! fixture) and the [`EventSink`] through which it reports progress. The sink applies each
 //! event to the stored task (refusing changes to a terminal task), then hands it to every
-//! stream of the task and to its push-notification webhooks.
+//! stream of the task and to its push-notification webhooks; an executor that follows an
+//! ordered source applies its events as steps ([`EventSink::apply_step`]), exactly once
+//! across the processes that apply them.
 
 use async_trait::async_trait;
 use serde_json::Value;
@@ -158,6 +160,23 @@ impl EventSink {
     /// Merges `metadata` (an object) into the task's metadata; no event is sent.
     pub async fn set_metadata(&self, metadata: Value) -> Result<()> {
         crate::service::merge_metadata(self, metadata).await
+    }
+
+    /// Applies step `seq` of an ordered source the executor follows (the backend's session
+    /// journal: the event's seq) — `events`, status and artifact updates, with `metadata`
+    /// merged into the task's and its applied seq (`lumina.lastSeq`,
+    /// [`crate::store::applied_seq`]) set to `seq` — exactly once, however many processes
+    /// apply the same step at the same time: one compare-and-set write, taken only while the
+    /// stored task has not applied `seq`. Every process's streams see the events once;
+    /// webhooks get them from the writer. Whether this call wrote the step (`false`: it was
+    /// applied already, or the task is terminal).
+    pub async fn apply_step(
+        &self,
+        seq: u64,
+        events: Vec<StreamResponse>,
+        metadata: Value,
+    ) -> Result<bool> {
+        crate::service::apply_step(self, seq, events, metadata).await
     }
 
     /// A direct answer instead of a task: only as the first and only event.

@@ -3,13 +3,19 @@
 //! push-notification configs are in [`crate::ops`].
 //!
 //! Every task that is not terminal may have a channel: a broadcast of its events, fed by
-//! the executor's [`EventSink`] under the channel's lock (apply to the store, then send),
-//! so a subscriber that takes the snapshot and subscribes under the same lock misses and
-//! repeats nothing. The channel closes after a terminal event.
+//! the executor's [`EventSink`] under the channel's lock (apply to the store, then send:
+//! `service/write.rs`), so a subscriber that takes the snapshot and subscribes under the
+//! same lock misses and repeats nothing. The channel closes after a terminal event.
+//!
+//! An executor that applies an ordered source (the backend's session journal) applies each
+//! of its events as a step ([`EventSink::apply_step`]): written to the store exactly once
+//! however many processes apply it, and carried once by each process's channel; the
+//! channel's messages name their step, so a subscriber skips the steps its snapshot
+//! already holds (another process wrote them first).
 
 use std::collections::HashMap;
 use std::pin::Pin;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use futures::Stream;
@@ -22,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::executor::{EventSink, Executor, ExecutorError, RequestContext};
 use crate::http::Principal;
 use crate::push::PushSender;
-use crate::store::TaskStore;
+use crate::store::{applied_seq, TaskStore};
 use crate::types::{
     GetTaskRequest, Message, PartContent, SendMessageRequest, StreamResponse, Task, TaskIdRequest,
     TaskState, TaskStatus,
@@ -33,9 +39,22 @@ const CHANNEL_CAPACITY: usize = 1024;
 
 pub type EventStream = Pin<Box<dyn Stream<Item = StreamResponse> + Send>>;
 
+mod write;
+pub(crate) use write::{apply_step, merge_metadata, publish};
+
+/// What a channel carries: an event, and the step of the executor's ordered source it
+/// belongs to (0: an event that is no step).
+#[derive(Debug, Clone)]
+pub(crate) struct Carried {
+    pub(crate) step: u64,
+    pub(crate) event: StreamResponse,
+}
+
 pub(crate) struct Channel {
-    tx: broadcast::Sender<StreamResponse>,
+    tx: broadcast::Sender<Carried>,
     lock: tokio::sync::Mutex<()>,
+    /// The last step this channel carried.
+    carried: AtomicU64,
     /// The task exists in the store (false until a new task's first non-message event).
     created: AtomicBool,
     /// The executor answered with a direct message: there is no task.
@@ -123,7 +142,7 @@ impl A2aService {
         loop {
             let event = tokio::select! {
                 biased;
-                event = started.rx.recv() => event,
+                event = started.rx.recv() => event.map(|c| c.event),
                 _ = &mut started.done, if !done => { done = true; continue; }
             };
             match event {
@@ -160,8 +179,15 @@ impl A2aService {
         request: SendMessageRequest,
     ) -> Result<EventStream> {
         let started = self.start(principal, request).await?;
+        let after = started.snapshot.as_ref().map_or(0, applied_seq);
         let first = started.snapshot.clone().map(StreamResponse::Task);
-        Ok(event_stream(first, started.rx, Some(started.done), true))
+        Ok(event_stream(
+            first,
+            started.rx,
+            Some(started.done),
+            true,
+            after,
+        ))
     }
 
     /// `GetTask`.
@@ -248,11 +274,13 @@ impl A2aService {
                 snapshot,
             )])));
         }
+        let after = applied_seq(&snapshot);
         Ok(event_stream(
             Some(StreamResponse::Task(snapshot)),
             rx,
             None,
             false,
+            after,
         ))
     }
 
@@ -280,14 +308,24 @@ impl A2aService {
 
     /// One [`Executor::refresh`] of `task`, then the task as stored.
     async fn refresh_once(&self, principal: &Principal, task: Task) -> Result<Task> {
-        let sink = self.sink(&principal.owner, &task, None);
-        if let Some(channel) = self.shared.channel(&task.id, true) {
-            channel.created.store(true, Ordering::SeqCst);
-        }
+        let sink = self.refresh_sink(&principal.owner, &task);
         if let Err(err) = self.shared.executor.refresh(&task, principal, sink).await {
             tracing::warn!(task_id = %task.id, error = %err, "a2a task refresh failed");
         }
         self.load(&principal.owner, &task.id).await
+    }
+
+    /// The sink through which a stored task is brought up to date (its channel exists).
+    pub(crate) fn refresh_sink(&self, owner: &str, task: &Task) -> EventSink {
+        if let Some(channel) = self.shared.channel(&task.id, true) {
+            channel.created.store(true, Ordering::SeqCst);
+        }
+        self.sink(owner, task, None)
+    }
+
+    /// What the channel of task `id` carries from now on, if it has one.
+    pub(crate) fn listen(&self, id: &str) -> Option<broadcast::Receiver<Carried>> {
+        Some(self.shared.channel(id, false)?.tx.subscribe())
     }
 
     fn is_running(&self, id: &str) -> bool {
@@ -464,7 +502,7 @@ struct Started {
     task_id: String,
     /// The task before the executor ran (a continuation); `None` for a new task.
     snapshot: Option<Task>,
-    rx: broadcast::Receiver<StreamResponse>,
+    rx: broadcast::Receiver<Carried>,
     done: JoinHandle<()>,
 }
 
@@ -481,6 +519,7 @@ impl Shared {
         let channel = Arc::new(Channel {
             tx: broadcast::channel(CHANNEL_CAPACITY).0,
             lock: tokio::sync::Mutex::new(()),
+            carried: AtomicU64::new(0),
             created: AtomicBool::new(true),
             answered: AtomicBool::new(false),
             running: Mutex::new(None),
@@ -493,6 +532,7 @@ impl Shared {
         let channel = Arc::new(Channel {
             tx: broadcast::channel(CHANNEL_CAPACITY).0,
             lock: tokio::sync::Mutex::new(()),
+            carried: AtomicU64::new(0),
             created: AtomicBool::new(false),
             answered: AtomicBool::new(false),
             running: Mutex::new(None),
@@ -532,7 +572,7 @@ async fn finish(sink: &EventSink, channel: Arc<Channel>, outcome: Result<(), Exe
             if !channel.created.load(Ordering::SeqCst)
                 && !channel.answered.load(Ordering::SeqCst) =>
         {
-            create_if_needed(sink, &channel).await.map(|_| ())
+            write::create_if_needed(sink, &channel).await.map(|_| ())
         }
         Ok(()) => Ok(()),
     };
@@ -544,126 +584,19 @@ async fn finish(sink: &EventSink, channel: Arc<Channel>, outcome: Result<(), Exe
     }
 }
 
-/// Creates a new task in the store (submitted, with the first message) and announces it.
-async fn create_if_needed(sink: &EventSink, channel: &Channel) -> Result<bool> {
-    if channel.created.load(Ordering::SeqCst) {
-        return Ok(false);
-    }
-    let first = sink
-        .first_message
-        .clone()
-        .ok_or_else(|| Error::Internal("a new task without its message".into()))?;
-    let task = Task {
-        id: sink.task_id.clone(),
-        context_id: sink.context_id.clone(),
-        status: TaskStatus::now(TaskState::Submitted, None),
-        artifacts: Vec::new(),
-        history: vec![first],
-        metadata: None,
-    };
-    sink.shared.store.save(&sink.owner, &task).await?;
-    channel.created.store(true, Ordering::SeqCst);
-    let event = StreamResponse::Task(task);
-    let _ = channel.tx.send(event.clone());
-    push(sink, &event);
-    Ok(true)
-}
-
-/// Applies one executor event to the stored task and sends it to the task's streams.
-pub(crate) async fn publish(sink: &EventSink, event: StreamResponse) -> Result<()> {
-    let shared = &sink.shared;
-    let Some(channel) = shared.channel(&sink.task_id, false) else {
-        tracing::debug!(task_id = %sink.task_id, "a2a event after the task ended is dropped");
-        return Ok(());
-    };
-    let _guard = channel.lock.lock().await;
-    if channel.answered.load(Ordering::SeqCst) {
-        return Err(Error::InvalidAgentResponse(
-            "an event after the direct message answer".into(),
-        ));
-    }
-    if !channel.created.load(Ordering::SeqCst) {
-        if let StreamResponse::Message(mut message) = event {
-            // A direct answer: no task is created.
-            message.task_id = None;
-            channel.answered.store(true, Ordering::SeqCst);
-            let _ = channel.tx.send(StreamResponse::Message(message));
-            shared.close(&sink.task_id, &channel);
-            return Ok(());
-        }
-        create_if_needed(sink, &channel).await?;
-    }
-    let Some(record) = shared.store.load(&sink.owner, &sink.task_id).await? else {
-        return Err(Error::Internal(format!("task {} vanished", sink.task_id)));
-    };
-    let mut task = record.task;
-    if task.status.state.is_terminal() {
-        tracing::debug!(task_id = %task.id, "a2a event for a terminal task is dropped");
-        return Ok(());
-    }
-    match &event {
-        StreamResponse::StatusUpdate(update) => {
-            if let Some(message) = &update.status.message {
-                task.history.push(message.clone());
-            }
-            task.status = update.status.clone();
-        }
-        StreamResponse::ArtifactUpdate(update) => {
-            let incoming = &update.artifact;
-            match task
-                .artifacts
-                .iter_mut()
-                .find(|a| a.artifact_id == incoming.artifact_id)
-            {
-                Some(existing) if update.append => {
-                    existing.parts.extend(incoming.parts.iter().cloned())
-                }
-                Some(existing) => *existing = incoming.clone(),
-                None => task.artifacts.push(incoming.clone()),
-            }
-        }
-        StreamResponse::Message(message) => {
-            task.history.push(message.clone());
-            shared.store.save(&sink.owner, &task).await?;
-            return Ok(());
-        }
-        StreamResponse::Task(_) => {
-            return Err(Error::InvalidAgentResponse(
-                "an executor reports events, not whole tasks".into(),
-            ))
-        }
-    }
-    shared.store.save(&sink.owner, &task).await?;
-    let _ = channel.tx.send(event.clone());
-    push(sink, &event);
-    if task.status.state.is_terminal() {
-        shared.close(&sink.task_id, &channel);
-    }
-    Ok(())
-}
-
-fn push(sink: &EventSink, event: &StreamResponse) {
-    if let Some(push) = &sink.shared.push {
-        push.dispatch(
-            sink.shared.store.clone(),
-            &sink.owner,
-            &sink.task_id,
-            event.clone(),
-        );
-    }
-}
-
 /// Events from `first` on, until a terminal status (or an interrupted one when
-/// `stop_on_interrupt`), the end of the channel, or the end of the execution.
+/// `stop_on_interrupt`), the end of the channel, or the end of the execution; the events of
+/// steps up to `after` (what the snapshot `first` already holds) are skipped.
 fn event_stream(
     first: Option<StreamResponse>,
-    rx: broadcast::Receiver<StreamResponse>,
+    rx: broadcast::Receiver<Carried>,
     done: Option<JoinHandle<()>>,
     stop_on_interrupt: bool,
+    after: u64,
 ) -> EventStream {
     struct State {
         first: Option<StreamResponse>,
-        rx: broadcast::Receiver<StreamResponse>,
+        rx: broadcast::Receiver<Carried>,
         done: Option<JoinHandle<()>>,
         finished: bool,
     }
@@ -700,7 +633,8 @@ fn event_stream(
                 None => s.rx.recv().await,
             };
             match event {
-                Ok(event) => {
+                Ok(Carried { step, .. }) if step != 0 && step <= after => {}
+                Ok(Carried { event, .. }) => {
                     s.finished = match &event {
                         StreamResponse::Message(_) => true,
                         StreamResponse::StatusUpdate(u) => {
@@ -739,34 +673,7 @@ pub(crate) fn trim_history(mut task: Task, length: Option<usize>) -> Task {
     task
 }
 
-/// Merges an object into the stored task's metadata (under the channel's lock when there is
-/// one); no event.
-pub(crate) async fn merge_metadata(sink: &EventSink, metadata: serde_json::Value) -> Result<()> {
-    let serde_json::Value::Object(extra) = metadata else {
-        return Err(Error::Internal("task metadata must be an object".into()));
-    };
-    let channel = sink.shared.channel(&sink.task_id, false);
-    let _guard = match &channel {
-        Some(c) => {
-            if !c.created.load(Ordering::SeqCst) {
-                create_if_needed(sink, c).await?;
-            }
-            Some(c.lock.lock().await)
-        }
-        None => None,
-    };
-    let Some(record) = sink.shared.store.load(&sink.owner, &sink.task_id).await? else {
-        return Err(Error::TaskNotFound(sink.task_id.clone()));
-    };
-    let mut task = record.task;
-    let mut merged = match task.metadata.take() {
-        Some(serde_json::Value::Object(m)) => m,
-        _ => serde_json::Map::new(),
-    };
-    merged.extend(extra);
-    task.metadata = Some(serde_json::Value::Object(merged));
-    sink.shared.store.save(&sink.owner, &task).await
-}
-
 #[cfg(test)]
 mod advance_tests;
+#[cfg(test)]
+mod step_tests;

@@ -1,15 +1,56 @@
 //! The task store contract: tasks and their push-notification configs, scoped to the
 //! principal that created them (another principal's task is simply absent). One in-memory
 //! implementation here; durable ones live with the code that owns the storage (the backend's
-//! journal-backed store) and run the same [`conformance`] suite.
+//! SQLite and PostgreSQL stores) and run the same [`conformance`] suite.
+//!
+//! A task's *applied seq* ([`applied_seq`]) says how far an executor that feeds the task from
+//! an ordered source (the backend's session journal) has applied it. Writes of the service
+//! compare and set it ([`TaskStore::save_applied`]), so when several processes apply the same
+//! source event only one of them writes it.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
+use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
 use crate::types::{Task, TaskPushNotificationConfig};
+
+/// Where the applied seq is kept: the task's metadata `lumina.lastSeq` (the SQL stores name
+/// the same path in their statements).
+const APPLIED_SEQ_POINTER: &str = "/lumina/lastSeq";
+
+/// The task's applied seq: its metadata `lumina.lastSeq`, 0 when absent.
+pub fn applied_seq(task: &Task) -> u64 {
+    task.metadata
+        .as_ref()
+        .and_then(|m| m.pointer(APPLIED_SEQ_POINTER))
+        .and_then(Value::as_u64)
+        .unwrap_or(0)
+}
+
+/// Sets the task's applied seq (creating `metadata.lumina` when needed).
+pub fn set_applied_seq(task: &mut Task, seq: u64) {
+    let metadata = task
+        .metadata
+        .get_or_insert_with(|| Value::Object(Map::new()));
+    if !metadata.is_object() {
+        *metadata = Value::Object(Map::new());
+    }
+    let Some(metadata) = metadata.as_object_mut() else {
+        return;
+    };
+    let lumina = metadata
+        .entry("lumina")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !lumina.is_object() {
+        *lumina = Value::Object(Map::new());
+    }
+    if let Some(lumina) = lumina.as_object_mut() {
+        lumina.insert("lastSeq".into(), seq.into());
+    }
+}
 
 /// A stored task and when it last changed (microseconds since the epoch), which orders
 /// `ListTasks`.
@@ -25,6 +66,12 @@ pub trait TaskStore: Send + Sync + 'static {
     async fn load(&self, owner: &str, id: &str) -> Result<Option<TaskRecord>>;
     /// Inserts or replaces the task; its update time becomes now.
     async fn save(&self, owner: &str, task: &Task) -> Result<()>;
+    /// Replaces the stored task with `task` only while its [`applied_seq`] is still
+    /// `expected` and it is not terminal — one atomic step (a compare-and-set: one statement
+    /// with a row condition), so of two writers that loaded the same task only the first
+    /// gets through; its update time becomes now. Whether it replaced (`false` also for an
+    /// unknown task).
+    async fn save_applied(&self, owner: &str, task: &Task, expected: u64) -> Result<bool>;
     /// Every task of `owner` in `context_id` (all contexts when `None`).
     async fn list(&self, owner: &str, context_id: Option<&str>) -> Result<Vec<TaskRecord>>;
     /// Inserts or replaces a config (its `id` and `task_id` are set).
@@ -92,6 +139,23 @@ impl TaskStore for MemoryTaskStore {
         Ok(())
     }
 
+    async fn save_applied(&self, owner: &str, task: &Task, expected: u64) -> Result<bool> {
+        let mut inner = self.lock()?;
+        let current = inner.tasks.get(&key(owner, &task.id));
+        if !current
+            .is_some_and(|r| applied_seq(&r.task) == expected && !r.task.status.state.is_terminal())
+        {
+            return Ok(false);
+        }
+        inner.clock = crate::time::now_micros().max(inner.clock + 1);
+        let record = TaskRecord {
+            task: task.clone(),
+            updated_micros: inner.clock,
+        };
+        inner.tasks.insert(key(owner, &task.id), record);
+        Ok(true)
+    }
+
     async fn list(&self, owner: &str, context_id: Option<&str>) -> Result<Vec<TaskRecord>> {
         Ok(self
             .lock()?
@@ -142,107 +206,4 @@ impl TaskStore for MemoryTaskStore {
 }
 
 /// The store contract as a suite: every implementation runs it unchanged.
-pub mod conformance {
-    use super::*;
-    use crate::types::{TaskState, TaskStatus};
-
-    fn task(id: &str, context: &str) -> Task {
-        Task {
-            id: id.into(),
-            context_id: context.into(),
-            status: TaskStatus::now(TaskState::Submitted, None),
-            artifacts: Vec::new(),
-            history: Vec::new(),
-            metadata: None,
-        }
-    }
-
-    /// Panics (it is a test suite) on the first broken rule.
-    pub async fn run(store: &dyn TaskStore) {
-        let a = task("t-a", "ctx-1");
-        store
-            .save("alice", &a)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let loaded = store
-            .load("alice", "t-a")
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(
-            loaded.as_ref().map(|r| &r.task),
-            Some(&a),
-            "a saved task loads"
-        );
-        let other = store
-            .load("bob", "t-a")
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(other, None, "another principal's task is absent");
-
-        let first = loaded.map(|r| r.updated_micros).unwrap_or_default();
-        let mut b = task("t-b", "ctx-2");
-        store
-            .save("alice", &b)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        b.status = TaskStatus::now(TaskState::Completed, None);
-        store
-            .save("alice", &b)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let reloaded = store
-            .load("alice", "t-b")
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let reloaded = reloaded.unwrap_or_else(|| panic!("t-b vanished"));
-        assert_eq!(
-            reloaded.task.status.state,
-            TaskState::Completed,
-            "save replaces"
-        );
-        assert!(reloaded.updated_micros > first, "update times increase");
-
-        let all = store
-            .list("alice", None)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(all.len(), 2);
-        let ctx = store
-            .list("alice", Some("ctx-2"))
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(ctx.len(), 1);
-        let none = store
-            .list("bob", None)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert!(none.is_empty());
-
-        let config = TaskPushNotificationConfig {
-            tenant: None,
-            id: Some("c1".into()),
-            task_id: Some("t-a".into()),
-            url: "https://example.com/hook".into(),
-            token: Some("tok".into()),
-            authentication: None,
-        };
-        store
-            .save_push_config("alice", &config)
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        let configs = store
-            .push_configs("alice", "t-a")
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert_eq!(configs, vec![config.clone()]);
-        let foreign = store
-            .push_configs("bob", "t-a")
-            .await
-            .unwrap_or_else(|e| panic!("{e}"));
-        assert!(foreign.is_empty());
-        let gone = store.delete_push_config("alice", "t-a", "c1").await;
-        assert_eq!(gone.ok(), Some(true));
-        let again = store.delete_push_config("alice", "t-a", "c1").await;
-        assert_eq!(again.ok(), Some(false));
-    }
-}
+pub mod conformance;

@@ -402,3 +402,9 @@ async fn auth_is_required_scoped_and_isolating() {
 async fn memory_store_passes_the_store_conformance_suite() {
     lumina_a2a::store::conformance::run(&lumina_a2a::MemoryTaskStore::new()).await;
 }
+
+#[tokio::test]
+async fn memory_store_applies_a_step_raced_by_two_instances_once() {
+    lumina_a2a::store::conformance::race(std::sync::Arc::new(lumina_a2a::MemoryTaskStore::new()))
+        .await;
+}

@@ -24,6 +24,15 @@
 //! read, and a read of a parked task retries its agent ([`Executor::advance`] →
 //! `delegate.retry`). An execution keeps following its run through auth-required: the
 //! sign-in happens out of band and the run goes on by itself.
+//!
+//! Each journal event is applied exactly once, however many instances apply it: the
+//! execution following the run and, in the cluster, another instance bringing the task up
+//! to date on a read may meet on the same event. Its A2A events and the new progress are one
+//! step ([`EventSink::apply_step`]): one compare-and-set write on `lastSeq` in the task
+//! store (`TaskStore::save_applied`: one statement with a row condition in SQLite and in
+//! PostgreSQL), taken only while the stored task has not applied the event; the instance
+//! that loses writes nothing and notifies no webhook, and its own streams still see the
+//! event once (a subscriber skips what its snapshot already holds).
 
 use std::sync::Arc;
 
@@ -192,18 +201,13 @@ const RESUBSCRIBE_TRIES: u32 = 30;
 const RESUBSCRIBE_PAUSE: std::time::Duration = std::time::Duration::from_millis(500);
 
 impl RuntimeExecutor {
-    /// The journal seq the stored task has applied (its metadata `lumina.lastSeq`).
-    async fn applied_seq(&self, owner: &str, task_id: &str) -> u64 {
-        match self.tasks.load(owner, task_id).await {
-            Ok(Some(record)) => Progress::of(&record.task).map_or(0, |p| p.last_seq),
-            _ => 0,
-        }
-    }
-
-    /// Applies one journal event of the run to the task, recording it as applied.
+    /// Applies one journal event of the run to the task as one step
+    /// ([`EventSink::apply_step`]): its A2A events and the progress, `lastSeq` the event's
+    /// seq, in one compare-and-set write, so the event is applied once however many
+    /// instances apply it at the same time (another instance's read brings the task up to
+    /// date while this one executes).
     async fn apply(
         &self,
-        owner: &str,
         frame: &EventFrame,
         progress: &mut Progress,
         events: &EventSink,
@@ -213,57 +217,25 @@ impl RuntimeExecutor {
         };
         match &change {
             Change::Parked(call_id, _) => progress.parked_call = Some(call_id.clone()),
-            Change::Resumed | Change::Restarted(_) => progress.parked_call = None,
-            _ => {}
+            Change::Resumed => progress.parked_call = None,
+            Change::Restarted(_) => {
+                progress.parked_call = None;
+                progress.pending_request = None;
+            }
+            // Recorded with the status: the answer may come at once.
+            Change::Waiting(request_id, _) => progress.pending_request = Some(request_id.clone()),
+            Change::Status(..) | Change::Completed(_) => {}
         }
         let flow = if change.stops() {
             Flow::Stop
         } else {
             Flow::Continue
         };
-        // Another instance may apply the same journal (a read there brings the task up to
-        // date while this one executes): what the stored task has is not applied twice.
-        if self.applied_seq(owner, events.task_id()).await >= frame.seq {
-            progress.last_seq = frame.seq;
-            return Ok(flow);
-        }
         progress.last_seq = frame.seq;
-        match change {
-            Change::Waiting(request_id, message) => {
-                // Recorded before the status: the answer may come at once.
-                progress.pending_request = Some(request_id);
-                progress.save(events).await?;
-                events
-                    .status(TaskState::InputRequired, Some(message))
-                    .await?;
-            }
-            Change::Parked(_, message) => {
-                // Recorded before the status, like an approval's request.
-                progress.save(events).await?;
-                events
-                    .status(TaskState::InputRequired, Some(message))
-                    .await?;
-            }
-            Change::Restarted(message) => {
-                progress.pending_request = None;
-                progress.save(events).await?;
-                events
-                    .status(TaskState::InputRequired, Some(message))
-                    .await?;
-            }
-            Change::Resumed => {
-                events.status(TaskState::Working, None).await?;
-                progress.save(events).await?;
-            }
-            Change::Status(state, message) => {
-                events.status(state, message).await?;
-                progress.save(events).await?;
-            }
-            Change::Completed(artifact) => {
-                events.artifact(artifact, false, true).await?;
-                events.status(TaskState::Completed, None).await?;
-            }
-        }
+        let step = change.events(events.task_id(), events.context_id());
+        events
+            .apply_step(frame.seq, step, json!({ "lumina": progress }))
+            .await?;
         Ok(flow)
     }
 
@@ -422,7 +394,6 @@ impl Executor for RuntimeExecutor {
                 progress
             }
         };
-        let owner = ctx.principal.owner.clone();
         let mut rx = self.follow(&identity, &progress).await.map_err(failed)?;
         loop {
             let outbound = tokio::select! {
@@ -448,7 +419,7 @@ impl Executor for RuntimeExecutor {
                 continue;
             }
             if let Flow::Stop = self
-                .apply(&owner, &frame, &mut progress, &events)
+                .apply(&frame, &mut progress, &events)
                 .await
                 .map_err(failed)?
             {
@@ -504,10 +475,7 @@ impl Executor for RuntimeExecutor {
                 )
                 .await?;
             for frame in &page.events {
-                if let Flow::Stop = self
-                    .apply(&principal.owner, frame, &mut progress, &events)
-                    .await?
-                {
+                if let Flow::Stop = self.apply(frame, &mut progress, &events).await? {
                     return Ok(());
                 }
                 progress.last_seq = frame.seq;
@@ -516,7 +484,12 @@ impl Executor for RuntimeExecutor {
                 break;
             }
         }
-        progress.save(&events).await
+        // The events read that changed nothing, recorded as a step of their own: it never
+        // takes `lastSeq` back below what another instance applied meanwhile.
+        events
+            .apply_step(progress.last_seq, Vec::new(), json!({ "lumina": progress }))
+            .await?;
+        Ok(())
     }
 
     async fn advance(&self, task: &Task, principal: &Principal) -> Result<(), Error> {

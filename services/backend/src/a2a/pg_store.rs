@@ -1,7 +1,8 @@
 //! The cluster profile's A2A task store: PostgreSQL (`sql/postgres/0007_a2a.sql`), the
 //! database every instance shares, so any instance answers for any task and tasks survive
 //! restarts and failovers. Keyed by owner (`<tenant>/<subject>`) like the SQLite store.
-//! Passes `lumina_a2a::store::conformance`.
+//! A compare-and-set (`save_applied`: a journal event applied once across instances) is one
+//! `UPDATE … WHERE`. Passes `lumina_a2a::store::conformance` (`run` and `race`).
 
 use async_trait::async_trait;
 use lumina_a2a::store::{TaskRecord, TaskStore};
@@ -88,6 +89,36 @@ impl TaskStore for PgTaskStore {
         .await
         .map_err(|e| store_err("save", e))?;
         Ok(())
+    }
+
+    async fn save_applied(&self, owner: &str, task: &Task, expected: u64) -> Result<bool, Error> {
+        let value = serde_json::to_value(task).map_err(|e| store_err("encode task", e))?;
+        let expected = i64::try_from(expected).map_err(|e| store_err("applied seq", e))?;
+        let now = lumina_a2a::time::now_micros();
+        let conn = self.conn().await?;
+        // One statement, so the row condition and the write are atomic: of two instances
+        // updating the same row at once, the second waits for the first to commit and then
+        // finds the condition false (READ COMMITTED re-checks it on the new row version).
+        // The condition: the stored applied seq (metadata `lumina.lastSeq`,
+        // `lumina_a2a::store::applied_seq`) is still the expected one, and the task is not
+        // terminal.
+        let n = conn
+            .execute(
+                "UPDATE a2a_tasks
+                    SET context_id = $3,
+                        updated_micros = GREATEST($4, (SELECT COALESCE(MAX(updated_micros), 0) + 1
+                                                       FROM a2a_tasks WHERE owner = $1)),
+                        task = $5
+                  WHERE owner = $1 AND id = $2
+                    AND COALESCE((task #>> '{metadata,lumina,lastSeq}')::BIGINT, 0) = $6
+                    AND task -> 'status' ->> 'state' NOT IN
+                        ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED',
+                         'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED')",
+                &[&owner, &task.id, &task.context_id, &now, &value, &expected],
+            )
+            .await
+            .map_err(|e| store_err("save applied", e))?;
+        Ok(n == 1)
     }
 
     async fn list(&self, owner: &str, context_id: Option<&str>) -> Result<Vec<TaskRecord>, Error> {

@@ -1,7 +1,8 @@
 //! The local profile's durable A2A task store: SQLite next to the session journal
 //! (`<AppRoot>/data/sessions/a2a.sqlite`), so tasks and push configs survive a restart. The
 //! task's progress itself comes from the session journal (the executor's `refresh`).
-//! Passes `lumina_a2a::store::conformance`.
+//! One connection behind a lock: a compare-and-set (`save_applied`) is one `UPDATE … WHERE`
+//! on it. Passes `lumina_a2a::store::conformance` (`run` and `race`).
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -92,6 +93,35 @@ impl TaskStore for SqliteTaskStore {
         )
         .map_err(store_err)?;
         Ok(())
+    }
+
+    async fn save_applied(&self, owner: &str, task: &Task, expected: u64) -> Result<bool, Error> {
+        let text = serde_json::to_string(task).map_err(store_err)?;
+        let expected = i64::try_from(expected).map_err(store_err)?;
+        let conn = self.conn()?;
+        let last: i64 = conn
+            .query_row(
+                "SELECT COALESCE(MAX(updated_micros), 0) FROM a2a_tasks",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(store_err)?;
+        let now = lumina_a2a::time::now_micros().max(last + 1);
+        // The compare-and-set: the stored task's applied seq (metadata `lumina.lastSeq`,
+        // `lumina_a2a::store::applied_seq`) is still the expected one, and it is not
+        // terminal.
+        let n = conn
+            .execute(
+                "UPDATE a2a_tasks SET context_id = ?3, updated_micros = ?4, task = ?5
+                  WHERE owner = ?1 AND id = ?2
+                    AND COALESCE(json_extract(task, '$.metadata.lumina.lastSeq'), 0) = ?6
+                    AND json_extract(task, '$.status.state') NOT IN
+                        ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED',
+                         'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED')",
+                params![owner, task.id, task.context_id, now, text, expected],
+            )
+            .map_err(store_err)?;
+        Ok(n == 1)
     }
 
     async fn list(&self, owner: &str, context_id: Option<&str>) -> Result<Vec<TaskRecord>, Error> {

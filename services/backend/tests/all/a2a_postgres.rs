@@ -1,6 +1,7 @@
 //! The cluster profile's A2A task store against a real PostgreSQL (the test kit's, the
 //! schema applied by the migrations): the `TaskStore` conformance suite the in-memory and
-//! SQLite stores pass, and the rule only a shared store needs (a terminal task is final
+//! SQLite stores pass (with its race: two instances applying the same journal event at once
+//! write it once), and the rule only a shared store needs (a terminal task is final
 //! whoever saves over it). The module name has `postgres::` in it, so scripts/test's quick
 //! loop skips it.
 
@@ -23,6 +24,14 @@ async fn store() -> PgTaskStore {
 #[tokio::test]
 async fn the_task_store_passes_the_conformance_suite() {
     conformance::run(&store().await).await;
+}
+
+/// Two instances applying the same journal event at once (an execution and a read on
+/// another instance): one `UPDATE … WHERE` wins, the event's message and status are written
+/// once.
+#[tokio::test]
+async fn two_appliers_of_the_same_event_write_it_once() {
+    conformance::race(std::sync::Arc::new(store().await)).await;
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@
 mod a2a;
 mod a2a_peers;
 mod a2a_postgres;
+mod a2a_sqlite;
 mod agent;
 mod audit;
 mod bad_input;
