@@ -71,11 +71,15 @@ pub enum ConnEvent {
     Teams(Vec<TeamInfo>),
     /// The open session's MCP servers (`/mcp`).
     Mcp(Vec<McpServerStatus>),
-    /// The answer to [`Command::RetryDelegate`]: where the call stands, or why the retry
-    /// failed.
+    /// The answer to [`Command::RetryDelegate`]: where the call stands.
     DelegateRetried {
         call_id: String,
-        outcome: Result<DelegateRetryResult, String>,
+        result: DelegateRetryResult,
+    },
+    /// [`Command::RetryDelegate`] failed (the connection, a refusal): why, for people.
+    DelegateRetryFailed {
+        call_id: String,
+        message: String,
     },
     Submitted {
         request_id: String,

@@ -119,11 +119,12 @@ impl App {
         commands
     }
 
-    /// The answer to a `delegate.retry` of `call_id`.
+    /// The answer to a `delegate.retry` of `call_id`: its result, or (`None`) why it failed.
     pub(crate) fn delegate_retried(
         &mut self,
         call_id: &str,
-        outcome: Result<DelegateRetryResult, String>,
+        result: Option<DelegateRetryResult>,
+        failure: &str,
     ) {
         let agent = self
             .parked
@@ -132,8 +133,8 @@ impl App {
             .find(|c| c.call_id == call_id)
             .map(|c| format!("`{}`", c.agent))
             .unwrap_or_else(|| "the A2A agent".into());
-        let (level, text) = match outcome {
-            Ok(result) => match result.state {
+        let (level, text) = match result {
+            Some(result) => match result.state {
                 DelegateRetryState::Waiting => {
                     if let Some(call) = self.parked.calls.iter_mut().find(|c| c.call_id == call_id)
                     {
@@ -168,11 +169,11 @@ impl App {
                     )
                 }
             },
-            Err(message) => {
+            None => {
                 if let Some(call) = self.parked.calls.iter_mut().find(|c| c.call_id == call_id) {
                     call.retrying = false;
                 }
-                (Level::Error, format!("retry failed: {message}"))
+                (Level::Error, format!("retry failed: {failure}"))
             }
         };
         self.notice(level, text);

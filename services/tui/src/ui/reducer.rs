@@ -91,8 +91,11 @@ impl App {
                 }
             }
             ConnEvent::Mcp(servers) => self.show_mcp(&servers),
-            ConnEvent::DelegateRetried { call_id, outcome } => {
-                self.delegate_retried(&call_id, outcome)
+            ConnEvent::DelegateRetried { call_id, result } => {
+                self.delegate_retried(&call_id, Some(result), "")
+            }
+            ConnEvent::DelegateRetryFailed { call_id, message } => {
+                self.delegate_retried(&call_id, None, &message)
             }
             ConnEvent::Submitted { request_id, run_id } => {
                 if self

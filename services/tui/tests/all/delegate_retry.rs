@@ -142,10 +142,10 @@ fn shows(app: &mut App, text: &str) -> bool {
 fn retried(state: DelegateRetryState, detail: &str) -> Msg {
     Msg::Conn(ConnEvent::DelegateRetried {
         call_id: "c1".into(),
-        outcome: Ok(DelegateRetryResult {
+        result: DelegateRetryResult {
             state,
             detail: detail.into(),
-        }),
+        },
     })
 }
 
@@ -270,9 +270,9 @@ fn a_parked_call_that_ended_offers_no_retry() {
     let mut app = self::app();
     feed(&mut app, 1, parked_run());
     assert_eq!(ctrl_r(&mut app).len(), 1);
-    app.update(Msg::Conn(ConnEvent::DelegateRetried {
+    app.update(Msg::Conn(ConnEvent::DelegateRetryFailed {
         call_id: "c1".into(),
-        outcome: Err("the connection closed".into()),
+        message: "the connection closed".into(),
     }));
     assert!(shows(&mut app, "retry failed: the connection closed"));
     assert_eq!(ctrl_r(&mut app).len(), 1);
@@ -411,8 +411,11 @@ async fn pump(
                 ConnEvent::Events(frames) => {
                     log.extend(frames.iter().map(|f| format!("event {}", f.seq)))
                 }
-                ConnEvent::DelegateRetried { call_id, outcome } => {
-                    log.push(format!("retried {call_id} {outcome:?}"))
+                ConnEvent::DelegateRetried { call_id, result } => {
+                    log.push(format!("retried {call_id} {result:?}"))
+                }
+                ConnEvent::DelegateRetryFailed { call_id, message } => {
+                    log.push(format!("retried {call_id} failed: {message}"))
                 }
                 other => log.push(format!("{other:?}")),
             }
@@ -484,10 +487,10 @@ async fn the_connection_task_sends_delegate_retry_and_reports_the_answer() {
             "event 5".to_string(),
             format!(
                 "retried c1 {:?}",
-                Ok::<_, String>(DelegateRetryResult {
+                DelegateRetryResult {
                     state: DelegateRetryState::Waiting,
                     detail: "connection refused".into()
-                })
+                }
             )
         ]
     );
@@ -512,7 +515,7 @@ async fn the_connection_task_sends_delegate_retry_and_reports_the_answer() {
     .await;
     let answer = log.last().unwrap();
     assert!(
-        answer.starts_with("retried c1 Err(") && answer.contains("is waiting for its agent"),
+        answer.starts_with("retried c1 failed: ") && answer.contains("is waiting for its agent"),
         "{log:?}"
     );
 

@@ -474,12 +474,14 @@ impl Conn {
         let client = self.client.clone();
         let events = self.events.clone();
         tokio::spawn(async move {
-            let outcome = client
-                .calls()
-                .delegate_retry(&params)
-                .await
-                .map_err(|error| error.to_string());
-            let _ = events.send(Msg::Conn(ConnEvent::DelegateRetried { call_id, outcome }));
+            let event = match client.calls().delegate_retry(&params).await {
+                Ok(result) => ConnEvent::DelegateRetried { call_id, result },
+                Err(error) => ConnEvent::DelegateRetryFailed {
+                    call_id,
+                    message: error.to_string(),
+                },
+            };
+            let _ = events.send(Msg::Conn(event));
         });
     }
 
