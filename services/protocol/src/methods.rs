@@ -397,7 +397,9 @@ pub enum DelegateRetryState {
     Waiting,
     /// The agent answered and the call follows its task again.
     Working,
-    /// The call ended (`detail`: the remote task's state); the run goes on.
+    /// The call ended (`detail`: the remote task's state; for a call that was no longer
+    /// parked, how it ended — e.g. closed when the backend restarted); the run goes on, if
+    /// it still runs.
     Ended,
 }
 

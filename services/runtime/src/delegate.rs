@@ -17,8 +17,14 @@
 //! calls when the run's A2A task is read). A retry asks the agent where the task stands and,
 //! when it restarted under the task, sends the original message on the same task
 //! ([`lumina_a2a::delegate::resume`]); still unreachable → parked again. The parked state is
-//! the journal's (the `waiting` step, the open tool call): if this process dies, recovery
-//! closes the call like any open one.
+//! the journal's (the `waiting` step, the open tool call) and the owner's memory (the call
+//! waiting to be woken): if this process dies, recovery closes the call like any open one,
+//! and `delegate.retry` answers from the journal that it ended ([`history::unparked`]).
+//!
+//! A check on a remote task (`task_id`, no `message`) goes the way of a retry: when the agent
+//! restarted under the task, the message this session last sent on it is sent again on the
+//! same task ([`history::last_message`]) — so a conversation continued after this backend
+//! restarted picks the task up where it was, never as a new one.
 //!
 //! Delegation sends project data to another agent, so for permissions it is a write: asked
 //! unless a rule allows it.
@@ -38,6 +44,8 @@ use serde_json::{json, Value};
 use tokio::sync::oneshot;
 
 use crate::run::RunContext;
+
+pub(crate) mod history;
 
 pub const DELEGATE_TOOL: &str = "a2a_delegate";
 
@@ -159,8 +167,21 @@ pub(crate) fn preview(settings: &Settings, args: &Value) -> Option<String> {
         Ok(target) => target.url,
         Err(_) => "not allowed".into(),
     };
-    let message = args.get("message").and_then(Value::as_str).unwrap_or("");
-    Some(format!("send to A2A agent {agent} ({url}):\n{message}"))
+    let message = args
+        .get("message")
+        .and_then(Value::as_str)
+        .filter(|m| !m.trim().is_empty());
+    let task = args.get("task_id").and_then(Value::as_str);
+    match (message, task) {
+        (None, Some(task)) => Some(format!(
+            "check on task {task} of A2A agent {agent} ({url}); if the agent restarted under \
+             it, the message this session last sent on it is sent again, on the same task"
+        )),
+        (message, _) => Some(format!(
+            "send to A2A agent {agent} ({url}):\n{}",
+            message.unwrap_or("")
+        )),
+    }
 }
 
 fn capped(text: &str) -> String {
@@ -358,19 +379,35 @@ async fn park(
 }
 
 /// Delegates `request` to `target` on behalf of a run; the outcome as a tool result.
+/// `resend`: for a check on a task (`task_id`, no message), the message the task was last
+/// sent, sent again on it when the agent restarted under it.
 pub(crate) async fn run(
     ctx: &RunContext,
     client: &A2aClient,
     target: &Target,
     request: Request,
+    resend: Option<String>,
     call_id: &str,
 ) -> ToolOutput {
     let limit = Duration::from_millis(ctx.settings.settings.a2a_delegate_timeout_ms.max(1));
     let steps = JournalSteps::new(ctx, call_id, &target.name);
     let started = Instant::now();
-    let text = request.text.clone();
+    let text = request.text.clone().or(resend);
+    let check = request
+        .text
+        .is_none()
+        .then(|| request.task_id.clone())
+        .flatten();
+    let first = async {
+        match check {
+            Some(task_id) => {
+                delegate::resume(client, target, &task_id, text.clone(), limit, &steps).await
+            }
+            None => delegate::follow(client, target, request, limit, &steps).await,
+        }
+    };
     let mut outcome = tokio::select! {
-        outcome = delegate::follow(client, target, request, limit, &steps) => outcome,
+        outcome = first => outcome,
         _ = ctx.cancel.cancelled() => return interrupted(client, target, &steps).await,
     };
     // The agent went away under its task: wait for a retry rather than give up on the task
@@ -471,10 +508,31 @@ pub(crate) async fn call(ctx: &RunContext, call_id: &str, args: &Value) -> ToolO
         Ok(target) => target,
         Err(e) => return ToolOutput::error(e.to_string()),
     };
+    // A check on a task: what to send again if the agent restarted under it.
+    let resend = match (&message, &task_id) {
+        (None, Some(task)) => {
+            match history::last_message(ctx.session.journal(), args.agent.trim(), task).await {
+                Ok(found) => found,
+                Err(err) => {
+                    tracing::warn!(error = %err, "a2a_delegate: the task's last message could not be read");
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
     let request = Request {
         text: message,
         task_id,
         context_id: args.context_id.filter(|c| !c.trim().is_empty()),
     };
-    run(ctx, ctx.session.a2a_client(), &target, request, call_id).await
+    run(
+        ctx,
+        ctx.session.a2a_client(),
+        &target,
+        request,
+        resend,
+        call_id,
+    )
+    .await
 }

@@ -465,18 +465,21 @@ impl Session {
 
     /// `delegate.retry`: wakes the `a2a_delegate` call `call_id` parked while its agent was
     /// unreachable and says where it stands after the retry (at most
-    /// [`crate::delegate::RETRY_ANSWER_WAIT`]; the call goes on after that).
+    /// [`crate::delegate::RETRY_ANSWER_WAIT`]; the call goes on after that). A delegation
+    /// that does not wait (any more) is answered from the journal: ended (e.g. closed when
+    /// this backend restarted) or following its task; not found when the session has none.
     pub async fn retry_delegate(
         &self,
         call_id: &str,
     ) -> Result<lumina_protocol::methods::DelegateRetryResult> {
-        let wake = self
-            .lock()
-            .parked
-            .remove(call_id)
-            .ok_or_else(|| Error::DelegateNotParked(call_id.to_string()))?;
-        crate::delegate::wake(wake)
-            .await
+        let wake = self.lock().parked.remove(call_id);
+        if let Some(wake) = wake {
+            if let Some(verdict) = crate::delegate::wake(wake).await {
+                return Ok(verdict);
+            }
+        }
+        crate::delegate::history::unparked(&self.journal, call_id)
+            .await?
             .ok_or_else(|| Error::DelegateNotParked(call_id.to_string()))
     }
 

@@ -9,6 +9,7 @@ mod agent_browser;
 pub(crate) mod cdp;
 mod console;
 mod delegate;
+mod delegate_retry;
 mod flows;
 mod peers;
 mod restart;

@@ -19,7 +19,13 @@ use serde_json::{json, Value};
 use crate::support::*;
 
 /// B: the real binary on `port`, accepting node `caller`'s signed calls.
-fn spawn_b(app_root: &Path, project: &Path, model_url: &str, port: u16, caller_key: &str) -> Child {
+pub(crate) fn spawn_b(
+    app_root: &Path,
+    project: &Path,
+    model_url: &str,
+    port: u16,
+    caller_key: &str,
+) -> Child {
     let previous = endpoint::read(&app_root.join("state/run/backend.json")).map(|e| e.pid);
     let peer = json!({"node": "remote", "nodes": {"caller": {"ed25519_public_key": caller_key}}});
     let mut child = Command::new(env!("CARGO_BIN_EXE_lumina-backend"))
@@ -56,7 +62,7 @@ fn spawn_b(app_root: &Path, project: &Path, model_url: &str, port: u16, caller_k
     panic!("backend B did not write its endpoint file");
 }
 
-async fn rpc(base: &str, token: &str, method: &str, params: Value) -> Value {
+pub(crate) async fn rpc(base: &str, token: &str, method: &str, params: Value) -> Value {
     let response = reqwest::Client::new()
         .post(format!("{base}/a2a"))
         .header("A2A-Version", "1.0")
@@ -70,7 +76,7 @@ async fn rpc(base: &str, token: &str, method: &str, params: Value) -> Value {
 }
 
 /// A's `GetTask` until the task reads `state` (each read may wait for the retry it causes).
-async fn until_state(base: &str, token: &str, task_id: &Value, state: &str) -> Value {
+pub(crate) async fn until_state(base: &str, token: &str, task_id: &Value, state: &str) -> Value {
     let deadline = Instant::now() + Duration::from_secs(120);
     loop {
         let got = rpc(base, token, "GetTask", json!({"id": task_id})).await;
@@ -85,7 +91,7 @@ async fn until_state(base: &str, token: &str, task_id: &Value, state: &str) -> V
     }
 }
 
-async fn journal(client: &Client, session: &str) -> Vec<EventFrame> {
+pub(crate) async fn journal(client: &Client, session: &str) -> Vec<EventFrame> {
     client
         .session_events(session, 0, Some(1000))
         .await
@@ -93,7 +99,7 @@ async fn journal(client: &Client, session: &str) -> Vec<EventFrame> {
         .events
 }
 
-fn delegate_steps(frames: &[EventFrame]) -> Vec<(DelegateStep, Option<String>, String)> {
+pub(crate) fn delegate_steps(frames: &[EventFrame]) -> Vec<(DelegateStep, Option<String>, String)> {
     frames
         .iter()
         .filter_map(|f| match &f.event {

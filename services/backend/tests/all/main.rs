@@ -18,6 +18,7 @@ mod conversation;
 mod crash;
 mod delegate;
 mod delegate_kill;
+mod delegate_restart;
 mod delivery;
 mod extensions;
 mod goal;

@@ -7,7 +7,9 @@
 use std::collections::{HashMap, HashSet};
 
 use crossterm::event::KeyEvent;
-use lumina_client::protocol::methods::{McpServerStatus, SessionInfo, TeamInfo};
+use lumina_client::protocol::methods::{
+    DelegateRetryResult, McpServerStatus, SessionInfo, TeamInfo,
+};
 use lumina_client::protocol::{Decision, DeltaFrame, EventFrame};
 use serde_json::Value;
 
@@ -69,6 +71,16 @@ pub enum ConnEvent {
     Teams(Vec<TeamInfo>),
     /// The open session's MCP servers (`/mcp`).
     Mcp(Vec<McpServerStatus>),
+    /// The answer to [`Command::RetryDelegate`]: where the call stands.
+    DelegateRetried {
+        call_id: String,
+        result: DelegateRetryResult,
+    },
+    /// [`Command::RetryDelegate`] failed (the connection, a refusal): why, for people.
+    DelegateRetryFailed {
+        call_id: String,
+        message: String,
+    },
     Submitted {
         request_id: String,
         run_id: String,
@@ -121,6 +133,10 @@ pub enum Command {
     ListSkills,
     /// `mcp.trust` of a project server of the open session.
     McpTrust(String),
+    /// `delegate.retry` of a delegation parked while its A2A agent is unreachable.
+    RetryDelegate {
+        call_id: String,
+    },
     Open(String),
     NewSession,
     Reconnect,
@@ -265,6 +281,8 @@ pub struct App {
     /// (context tokens, max tokens) of the last step.
     pub context: Option<(u64, u64)>,
     pub running_tools: Vec<RunningTool>,
+    /// Delegations waiting for an unreachable A2A agent (Ctrl-R retries them).
+    pub parked: super::delegates::Parked,
     /// The model is streaming reasoning (not shown) rather than text.
     pub thinking: bool,
     pub files: Vec<String>,
@@ -317,6 +335,7 @@ impl App {
             team_transcript: None,
             context: None,
             running_tools: Vec::new(),
+            parked: Default::default(),
             thinking: false,
             files: Vec::new(),
             now_ms: 0,

@@ -1,6 +1,7 @@
 //! Keys and pastes → state changes and commands. Routing goes from the most modal layer
 //! down: Ctrl-C, the permission dialog, an overlay (help, sessions), the completion popup,
-//! global keys (interrupt, scrolling, tool expansion), and finally the editor.
+//! global keys (interrupt, scrolling, tool expansion, retrying a parked delegation), and
+//! finally the editor.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use lumina_client::protocol::Decision;
@@ -308,11 +309,11 @@ impl App {
             KeyCode::Down if alt => self.select_tool(1),
             KeyCode::Char('o') if ctrl => self.toggle_tool(),
             KeyCode::Char('l') if ctrl => self.clear_screen = true,
-            KeyCode::Char('r') if ctrl => {
-                if matches!(self.conn, ConnState::Disconnected { .. }) {
-                    return vec![Command::Reconnect];
-                }
-            }
+            KeyCode::Char('r') if ctrl => match self.conn {
+                ConnState::Disconnected { .. } => return vec![Command::Reconnect],
+                ConnState::Connected => return self.retry_delegations(),
+                ConnState::Reconnecting { .. } => {}
+            },
             KeyCode::Enter if shift || alt => editor.newline(),
             KeyCode::Char('j') if ctrl => editor.newline(),
             KeyCode::Enter => {

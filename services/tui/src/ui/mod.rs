@@ -10,6 +10,7 @@ pub mod app;
 pub mod bench;
 pub mod commands;
 pub mod connection;
+pub mod delegates;
 pub mod editor;
 pub mod files;
 pub mod highlight;

@@ -91,6 +91,12 @@ impl App {
                 }
             }
             ConnEvent::Mcp(servers) => self.show_mcp(&servers),
+            ConnEvent::DelegateRetried { call_id, result } => {
+                self.delegate_retried(&call_id, Some(result), "")
+            }
+            ConnEvent::DelegateRetryFailed { call_id, message } => {
+                self.delegate_retried(&call_id, None, &message)
+            }
             ConnEvent::Submitted { request_id, run_id } => {
                 if self
                     .submitting
@@ -144,6 +150,7 @@ impl App {
         self.team_transcript = None;
         self.context = None;
         self.running_tools.clear();
+        self.parked.clear();
         self.permissions.clear();
         self.permission_ui = PermissionUi::default();
         self.assistant_entries.clear();
@@ -197,6 +204,7 @@ impl App {
 
     /// One durable event of the open session.
     pub(crate) fn apply_event(&mut self, frame: &EventFrame) {
+        self.parked.apply(&frame.event);
         if frame.stream != MAIN_STREAM {
             self.apply_side_stream(frame);
             return;

@@ -7,6 +7,7 @@
 
 mod acceptance;
 mod cli;
+mod delegate_retry;
 mod reconnect;
 mod render;
 mod support;

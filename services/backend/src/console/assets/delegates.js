@@ -3,9 +3,11 @@
 // detail and the steps so far (collapsed) — and, once the call returns, the tool result: the
 // remote agent's artifacts as text (the events carry only a capped line each).
 //
-// There is no protocol method to cancel a remote task: interrupting the run that made the
-// call stops the call, but the runtime does not send the remote agent `CancelTask`, so the
-// card says the remote task may still be running.
+// *Cancel* interrupts the run that made the call (`session.interrupt`); the interrupted call
+// sends the remote agent `CancelTask` and journals its answer. A call parked while its agent
+// is unreachable (latest step `waiting`, not ended: docs/a2a.md#a-delegation-parked-while-
+// its-agent-is-down) shows `waiting` and offers *Retry* (`delegate.retry`); the answer —
+// still unreachable, following the task again, ended — is announced in the card's status.
 
 import { h, append, clear } from './dom.js';
 
@@ -33,6 +35,25 @@ const STEPS = {
   waiting: 'Waiting for the agent (unreachable; a retry continues)',
 };
 
+// Steps after which a parked call follows its task again (a retry's card read and a failed
+// attempt leave it parked).
+const PROGRESS = new Set(['sent', 'status', 'artifact', 'ended']);
+
+/** What a `delegate.retry` answer means, in words. */
+export function retryOutcome(agent, result) {
+  const detail = result && result.detail ? String(result.detail) : '';
+  switch (result && result.state) {
+    case 'waiting':
+      return `Retried: ${agent} is still unreachable${detail ? ` (${detail})` : ''}. The task waits; retry again later.`;
+    case 'working':
+      return `Retried: ${agent} answered; the task is followed again.`;
+    case 'ended':
+      return `Retried: the delegation ended${detail ? ` (${stateName(detail) || detail})` : ''}.`;
+    default:
+      return `Retried: ${JSON.stringify(result)}`;
+  }
+}
+
 export function stateName(wire) {
   if (!wire) return null;
   return STATES[wire] || String(wire).replace(/^TASK_STATE_/, '').toLowerCase().replace(/_/g, '-');
@@ -58,6 +79,7 @@ export class Delegates {
       if (e.kind === 'run.started') this.activeRuns.add(e.run_id);
       if (['run.completed', 'run.failed', 'run.interrupted'].includes(e.kind)) {
         this.activeRuns.delete(e.run_id);
+        for (const t of this.tasks.values()) if (t.run_id === e.run_id) t.parked = false;
         if (e.kind === 'run.interrupted') this.interrupted((t) => t.run_id === e.run_id);
         else this.refreshButtons();
       }
@@ -69,6 +91,7 @@ export class Delegates {
       case 'tool.completed': {
         const t = this.tasks.get(e.call_id);
         if (t) {
+          t.parked = false;
           t.result = { text: String(e.output == null ? '' : e.output), is_error: !!e.is_error };
           const meta = e.metadata || {};
           if (meta.task_id && !t.task_id) t.task_id = meta.task_id;
@@ -84,9 +107,12 @@ export class Delegates {
         }
         break;
       }
-      case 'tool.interrupted':
+      case 'tool.interrupted': {
+        const t = this.tasks.get(e.call_id);
+        if (t) t.parked = false;
         this.interrupted((t) => t.call_id === e.call_id);
         break;
+      }
       default:
         break;
     }
@@ -95,15 +121,24 @@ export class Delegates {
   updated(e) {
     let t = this.tasks.get(e.call_id);
     if (!t) {
-      t = { index: this.tasks.size + 1, call_id: e.call_id, run_id: e.run_id, agent: e.agent, task_id: null, state: 'submitted', detail: '', history: [], result: null };
-      t.el = h('li', { class: 'delegate', 'data-call': e.call_id });
+      t = { index: this.tasks.size + 1, call_id: e.call_id, run_id: e.run_id, agent: e.agent, task_id: null, state: 'submitted', detail: '', history: [], result: null, parked: false, retrying: false };
+      t.body = h('div', {});
+      // Outside the part that is rebuilt, so a screen reader hears each retry's answer.
+      t.status = h('p', { class: 'delegate-retry-status small', role: 'status', 'aria-live': 'polite' });
+      t.el = h('li', { class: 'delegate', 'data-call': e.call_id }, t.body, t.status);
       this.tasks.set(e.call_id, t);
       this.list.append(t.el);
       this.el.hidden = false;
     }
     if (e.task_id) t.task_id = e.task_id;
+    // A retry of a parked call that fails again (`unreachable`, then a new `waiting`)
+    // leaves it waiting.
+    const stillParked = t.parked && e.step === 'unreachable';
+    if (e.step === 'waiting') t.parked = true;
+    else if (PROGRESS.has(e.step)) t.parked = false;
     const state = e.step === 'unreachable' ? 'unreachable' : stateName(e.state);
-    if (state) t.state = state;
+    if (e.step === 'waiting' || stillParked) t.state = 'waiting';
+    else if (state) t.state = state;
     else if (e.step === 'sent' && t.state === 'submitted') t.state = 'working';
     if (e.detail) t.detail = e.detail;
     t.history.push({ step: e.step, state, detail: e.detail || '' });
@@ -132,9 +167,33 @@ export class Delegates {
     for (const t of this.tasks.values()) this.render(t);
   }
 
+  /** *Retry*: `delegate.retry` of the parked call; the answer goes to the card's status. */
+  async retry(t) {
+    if (t.retrying) return;
+    t.retrying = true;
+    t.status.textContent = `Retrying ${t.agent}…`;
+    this.render(t);
+    let text;
+    try {
+      const result = await this.conn.request('delegate.retry', { session_id: this.sessionId, call_id: t.call_id });
+      if (result && (result.state === 'working' || result.state === 'ended')) t.parked = false;
+      text = retryOutcome(t.agent, result);
+    } catch (err) {
+      text = err.code === 'not_found'
+        ? 'Retry: the call no longer waits for its agent (it ended, or the backend restarted since).'
+        : 'Retry failed: ' + err.message;
+    }
+    t.retrying = false;
+    t.status.textContent = text;
+    this.render(t);
+  }
+
   render(t) {
     const summaryId = `delegate-${t.index}-title`;
-    const old = t.el.querySelector('.delegate-steps');
+    const detailId = `delegate-${t.index}-detail`;
+    const focused = document.activeElement;
+    const hadRetryFocus = !!(focused && t.body.contains(focused) && focused.classList.contains('delegate-retry'));
+    const old = t.body.querySelector('.delegate-steps');
     const historyOpen = !!(old && old.open);
     const following = !t.result && !FINAL.has(t.state) && this.activeRuns.has(t.run_id);
     const stop = following
@@ -149,21 +208,35 @@ export class Delegates {
         }
       });
     }
+    const waiting = t.parked && !t.result;
+    const retry = waiting
+      ? h('button', {
+        type: 'button',
+        class: 'delegate-retry',
+        'aria-label': `Retry the task delegated to ${t.agent}`,
+        'aria-describedby': t.detail ? detailId : undefined,
+        'aria-disabled': t.retrying ? 'true' : undefined,
+        title: 'Asks the agent again now; the same remote task goes on, nothing is sent twice',
+      }, t.retrying ? 'Retrying…' : 'Retry')
+      : null;
+    if (retry) retry.addEventListener('click', () => this.retry(t));
     const steps = h('ol', { class: 'delegate-history' }, t.history.map((s) => h('li', {},
       STEPS[s.step] || s.step, s.state ? [' ', h('span', { class: 'badge ' + s.state }, s.state)] : null,
       s.detail ? [': ', h('span', { class: 'said' }, s.detail)] : null)));
-    append(clear(t.el), [
+    append(clear(t.body), [
       h('article', { 'aria-labelledby': summaryId },
         h('h3', { id: summaryId, class: 'delegate-head' },
           h('span', { class: 'delegate-agent' }, t.agent), ' ',
           h('span', { class: 'badge delegate-state ' + t.state }, t.state)),
         h('p', { class: 'small muted' }, 'Remote task ', t.task_id ? h('code', { class: 'delegate-task' }, t.task_id) : '(not created yet)'),
-        t.detail ? h('p', { class: 'delegate-detail small' }, t.detail) : null,
+        t.detail ? h('p', { class: 'delegate-detail small', id: detailId }, t.detail) : null,
         h('details', { class: 'delegate-steps', open: historyOpen }, h('summary', {}, `History (${t.history.length})`), steps),
         t.result ? h('details', { class: 'delegate-result', open: true },
           h('summary', {}, t.result.is_error ? 'Result (error)' : 'Result'),
           h('pre', { class: 'output', tabindex: '0', 'aria-label': `Result of the task delegated to ${t.agent}` }, t.result.text)) : null,
-        stop ? h('div', { class: 'buttons' }, stop) : null),
+        retry || stop ? h('div', { class: 'buttons' }, retry, stop) : null),
     ]);
+    // A rebuilt card keeps the keyboard where it was.
+    if (hadRetryFocus && retry) retry.focus();
   }
 }

@@ -301,7 +301,7 @@ async fn the_team_chat_shows_hand_offs_messages_results_gates_and_members_once()
 }
 
 /// Presses `key` (`" "`, `"Enter"`) on the focused element, as the keyboard does.
-async fn press(page: &Page<'_>, key: &str) {
+pub(super) async fn press(page: &Page<'_>, key: &str) {
     let (code, text, vk) = match key {
         " " => ("Space", " ", 32),
         "Enter" => ("Enter", "\r", 13),

@@ -234,6 +234,10 @@ impl Conn {
                 },
                 None => Ok(()),
             },
+            Command::RetryDelegate { call_id } => {
+                self.retry_delegate(call_id);
+                Ok(())
+            }
             Command::ListSkills => self.skill_list().await,
             Command::TeamList => self.team_list().await,
             Command::TeamEnter { team, task } => self.team_enter(&team, task).await,
@@ -455,6 +459,30 @@ impl Conn {
             Some(Notification::Closed(reason)) => self.lost(reason),
             None => self.lost("the connection closed".into()),
         }
+    }
+
+    /// `delegate.retry` in a task of its own: the answer may take the backend's retry wait
+    /// (about 15 s), and events must keep flowing meanwhile (the retry journals steps).
+    fn retry_delegate(&self, call_id: String) {
+        let Some(session) = &self.session else {
+            return;
+        };
+        let params = methods::DelegateRetryParams {
+            session_id: session.id.clone(),
+            call_id: call_id.clone(),
+        };
+        let client = self.client.clone();
+        let events = self.events.clone();
+        tokio::spawn(async move {
+            let event = match client.calls().delegate_retry(&params).await {
+                Ok(result) => ConnEvent::DelegateRetried { call_id, result },
+                Err(error) => ConnEvent::DelegateRetryFailed {
+                    call_id,
+                    message: error.to_string(),
+                },
+            };
+            let _ = events.send(Msg::Conn(event));
+        });
     }
 
     async fn quit(&mut self, interrupt: Option<String>) {

@@ -236,7 +236,10 @@ fn help_lines(width: usize) -> Vec<Line<'static>> {
             "expand or collapse the selected (or last) tool call",
         ),
         ("Tab", "complete a /command or @file"),
-        ("Ctrl-R", "reconnect after a lost connection"),
+        (
+            "Ctrl-R",
+            "retry a delegation waiting for its unreachable A2A agent; reconnect after a lost connection",
+        ),
         ("Ctrl-L", "repaint the screen"),
     ] {
         lines.extend(key(k, what));

@@ -31,7 +31,8 @@ pub fn draw(app: &mut App, frame: &mut Frame) {
         .unwrap_or(u16::MAX)
         .clamp(1, max_rows);
     let banner = u16::from(app.conn != ConnState::Connected);
-    let activity = u16::from(app.animating() || !app.permissions.is_empty());
+    let activity =
+        u16::from(app.animating() || !app.permissions.is_empty() || !app.parked.is_empty());
     let [banner_area, transcript_area, activity_area, input_area, status_area] =
         Layout::vertical([
             Constraint::Length(banner),

@@ -1,5 +1,5 @@
 //! The one-line parts of the screen: the reconnect banner, the activity line (spinner,
-//! running tool, elapsed time) and the status line (project, model, connection, context
+//! running tool, elapsed time; a delegation waiting for its A2A agent, with Ctrl-R) and the status line (project, model, connection, context
 //! use, tokens).
 
 use ratatui::buffer::Buffer;
@@ -8,6 +8,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use crate::ui::app::{App, ConnState};
+use crate::ui::delegates::ParkedDelegation;
 use crate::ui::theme;
 use crate::ui::wrap::{str_width, truncate};
 
@@ -85,6 +86,11 @@ pub fn activity(app: &App, area: Rect, buf: &mut Buffer) {
     let frame =
         usize::try_from((app.now_ms / SPINNER_MS).rem_euclid(SPINNER.len() as i64)).unwrap_or(0);
     let spinner = SPINNER[frame];
+    if app.permissions.is_empty() {
+        if let Some(call) = app.parked.calls().first() {
+            return parked(app, call, spinner, area, buf);
+        }
+    }
     let (what, since) = if !app.permissions.is_empty() {
         ("waiting for your approval".to_string(), None)
     } else if let Some(tool) = app.running_tools.last() {
@@ -105,6 +111,45 @@ pub fn activity(app: &App, area: Rect, buf: &mut Buffer) {
     let room = usize::from(area.width).saturating_sub(str_width(&tail) + 3);
     let line = Line::from(vec![
         Span::styled(format!("{spinner} "), theme::info()),
+        Span::styled(truncate(&what, room), theme::plain()),
+        Span::styled(tail, theme::dim()),
+    ]);
+    buf.set_line(area.x, area.y, &line, area.width);
+}
+
+/// The activity line while a delegation waits for its unreachable A2A agent: who, why, and
+/// that Ctrl-R retries (or that a retry is on its way).
+fn parked(app: &App, call: &ParkedDelegation, spinner: &str, area: Rect, buf: &mut Buffer) {
+    let others = app.parked.calls().len() - 1;
+    let more = if others > 0 {
+        format!(" (+{others} more)")
+    } else {
+        String::new()
+    };
+    let (marker, what, tail) = if call.retrying {
+        (
+            format!("{spinner} "),
+            format!("retrying the A2A agent `{}`{more}…", call.agent),
+            " · esc to interrupt".to_string(),
+        )
+    } else {
+        let reason = call
+            .detail
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("unreachable");
+        (
+            "‖ ".to_string(),
+            format!(
+                "waiting for the A2A agent `{}`{more} — {reason}",
+                call.agent
+            ),
+            " · ctrl-r retry · esc to interrupt".to_string(),
+        )
+    };
+    let room = usize::from(area.width).saturating_sub(str_width(&tail) + str_width(&marker));
+    let line = Line::from(vec![
+        Span::styled(marker, theme::warning()),
         Span::styled(truncate(&what, room), theme::plain()),
         Span::styled(tail, theme::dim()),
     ]);
