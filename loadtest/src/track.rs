@@ -599,8 +599,16 @@ mod tests {
             queued("d"),
         ]));
         assert_eq!(runs["a"].shape(), RunShape::WellFormed);
-        assert_eq!(runs["b"].shape(), RunShape::Unfinished, "started, not ended");
-        assert_eq!(runs["c"].shape(), RunShape::WellFormed, "cancelled while queued");
+        assert_eq!(
+            runs["b"].shape(),
+            RunShape::Unfinished,
+            "started, not ended"
+        );
+        assert_eq!(
+            runs["c"].shape(),
+            RunShape::WellFormed,
+            "cancelled while queued"
+        );
         assert_eq!(runs["d"].shape(), RunShape::Unfinished, "still queued");
         assert!(!runs.contains_key("e"));
     }
