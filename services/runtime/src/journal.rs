@@ -311,7 +311,7 @@ impl SessionJournal {
         }
         drop(projection);
         if let Some(memory) = &self.memory {
-            memory.record(&frames).await;
+            memory.record(&frames);
         }
         Ok(frames)
     }

@@ -94,8 +94,12 @@ pub(crate) struct Shared {
     pub app_root: AppRoot,
     pub env: Env,
     pub tools: ToolRegistry,
-    /// The Memory Fabric store (local profile: SQLite under the AppRoot; cluster: PostgreSQL per tenant).
-    pub memory: Option<Arc<dyn lumina_memory::MemoryStore>>,
+    /// The Memory Fabric store (local profile: SQLite under the AppRoot; cluster: PostgreSQL
+    /// per tenant) and its one evidence writer.
+    pub memory: Option<(
+        Arc<dyn lumina_memory::MemoryStore>,
+        Arc<memory::writer::EvidenceWriter>,
+    )>,
     /// Background semantic compiles of the memory store (`memory_compile`).
     pub compiler: Arc<memory::Compiler>,
     /// The MCP servers of the user and of each project (`crate::mcp`).
@@ -104,6 +108,21 @@ pub(crate) struct Shared {
     pub a2a: lumina_a2a::A2aClient,
     /// Where team member tasks run (cluster with `team_distributed`); `None`: here.
     pub placement: Option<Arc<dyn team::MemberPlacement>>,
+}
+
+impl Shared {
+    /// The memory writer of a session of the project at `project_root`, when the runtime
+    /// has a store.
+    pub(crate) fn memory_sink(&self, project_root: &str) -> Option<memory::MemorySink> {
+        self.memory
+            .clone()
+            .map(|(store, writer)| memory::MemorySink {
+                store,
+                space: memory::project_space(Path::new(project_root)),
+                compiler: self.compiler.clone(),
+                writer,
+            })
+    }
 }
 
 /// Cheap to clone; all clones share the open sessions.
@@ -154,7 +173,8 @@ impl Runtime {
     /// before opening sessions.
     pub fn with_memory(mut self, memory: Arc<dyn lumina_memory::MemoryStore>) -> Self {
         let mut shared = (*self.shared).clone();
-        shared.memory = Some(memory);
+        let writer = Arc::new(memory::writer::EvidenceWriter::new(Arc::clone(&memory)));
+        shared.memory = Some((memory, writer));
         self.shared = Arc::new(shared);
         self
     }
@@ -434,11 +454,7 @@ impl Runtime {
             .await?
             .ok_or_else(|| Error::SessionNotFound(session_id.to_string()))?;
         let fence = self.ownership.acquire(session_id).await?;
-        let memory = self.shared.memory.clone().map(|store| memory::MemorySink {
-            store,
-            space: memory::project_space(Path::new(&record.project_root)),
-            compiler: self.shared.compiler.clone(),
-        });
+        let memory = self.shared.memory_sink(&record.project_root);
         let journal = SessionJournal::open(self.store.clone(), key, fence)
             .await?
             .with_memory(memory);

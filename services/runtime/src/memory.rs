@@ -2,9 +2,11 @@
 //! writes to the optional [`MemoryStore`] and how runs read from it.
 //!
 //! - **Write path** ([`MemorySink`]): every visible `message.user`, `message.assistant`
-//!   (text) and `tool.completed` event of a session's main stream becomes evidence right
-//!   after its journal append, in the session's project space ([`project_space`]), with
-//!   source id `<session_id>:<seq>` (idempotent). Failures are logged, never fail a run.
+//!   (text) and `tool.completed` event of a session's main stream becomes evidence after
+//!   its journal append, in the session's project space ([`project_space`]), with source
+//!   id `<session_id>:<seq>` (idempotent), written in batches by the runtime's one
+//!   [`writer::EvidenceWriter`] (a journal append never waits for it; readers flush it
+//!   first). Failures are logged, never fail a run.
 //! - **Tools**: `memory_search {query}` (recall in the project space) and
 //!   `memory_remember {text}` (a `user-note` evidence row, source id
 //!   `<session_id>:note:<uuid>`), run by the runtime itself; read-only for permissions and
@@ -37,6 +39,10 @@ use crate::error::ArgError;
 use crate::run::RunContext;
 use crate::settings::{RunSettings, SettingsError};
 
+pub(crate) mod writer;
+
+use writer::EvidenceWriter;
+
 /// Recall in the project's memory.
 pub const SEARCH_TOOL: &str = "memory_search";
 /// Record a note in the project's memory.
@@ -66,18 +72,16 @@ pub(crate) struct MemorySink {
     pub space: String,
     /// The runtime's compile scheduler.
     pub compiler: Arc<Compiler>,
+    /// The runtime's evidence writer (of the same store).
+    pub writer: Arc<EvidenceWriter>,
 }
 
 impl MemorySink {
-    /// Records the visible events of freshly journaled frames. Never fails.
-    pub async fn record(&self, frames: &[Arc<EventFrame>]) {
-        let batch: Vec<NewEvidence> = frames.iter().filter_map(|f| self.evidence(f)).collect();
-        if batch.is_empty() {
-            return;
-        }
-        if let Err(err) = self.store.append(batch).await {
-            tracing::warn!(space = %self.space, error = %err, "memory evidence not recorded");
-        }
+    /// Hands the visible events of freshly journaled frames to the evidence writer.
+    /// Returns at once; never fails.
+    pub fn record(&self, frames: &[Arc<EventFrame>]) {
+        self.writer
+            .send(frames.iter().filter_map(|f| self.evidence(f)).collect());
     }
 
     fn evidence(&self, frame: &EventFrame) -> Option<NewEvidence> {
@@ -187,6 +191,7 @@ pub(crate) async fn call(ctx: &RunContext, name: &str, args: &Value) -> ToolOutp
                 token_budget: SEARCH_TOKENS,
                 ..RecallQuery::new(&sink.space, query)
             };
+            sink.writer.flush().await;
             match sink.store.recall(&recall).await {
                 Ok(found) if found.items.is_empty() => ToolOutput::ok("No matching memory."),
                 Ok(found) => ToolOutput::ok(lumina_memory::retrieve::render(&found)),
@@ -214,6 +219,8 @@ pub(crate) async fn call(ctx: &RunContext, name: &str, args: &Value) -> ToolOutp
                 source_id: source_id.clone(),
                 source_offset: seq,
             };
+            // After the turns before it, like every row of the session.
+            sink.writer.flush().await;
             match sink.store.append(vec![note]).await {
                 Ok(_) => ToolOutput::ok(format!("Remembered (source {source_id}).")),
                 Err(err) => ToolOutput::error(format!("the note was not recorded: {err}")),
@@ -237,6 +244,8 @@ pub(crate) async fn recall_section(ctx: &RunContext, budget: u32) -> Option<(Str
         token_budget: usize::try_from(budget).unwrap_or(usize::MAX),
         ..RecallQuery::new(&sink.space, ctx.prompt.clone())
     };
+    // Every turn that ended before this run started is recallable.
+    sink.writer.flush().await;
     let recall: Recall = match sink.store.recall(&query).await {
         Ok(r) => r,
         Err(err) => {
@@ -465,8 +474,16 @@ pub(crate) fn after_run(ctx: &RunContext) {
     }
     match CompileModel::from_settings(&ctx.settings) {
         Ok(model) => {
-            sink.compiler
-                .schedule(Arc::clone(&sink.store), sink.space.clone(), Arc::new(model))
+            // The compile reads the ledger: the run's last turns first.
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                sink.writer.flush().await;
+                sink.compiler.schedule(
+                    Arc::clone(&sink.store),
+                    sink.space.clone(),
+                    Arc::new(model),
+                );
+            });
         }
         Err(err) => {
             tracing::warn!(session_id = %ctx.session.id(), error = %err, "memory compile skipped: no model")

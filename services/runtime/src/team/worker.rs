@@ -4,7 +4,7 @@
 //! the member's turns with the member's own prompt, tools, model and history, and journals
 //! the run's terminal event, from which the owner collects the result.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex as StdMutex};
 
@@ -20,7 +20,7 @@ use crate::journal::{Alive, GuestWriter, SessionJournal};
 use crate::run::{Outcome, RunContext};
 use crate::session::Session;
 use crate::subagent::AgentScope;
-use crate::{memory, Error, Result, Runtime};
+use crate::{Error, Result, Runtime};
 
 /// How a member task ended on this instance.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,11 +59,7 @@ impl Runtime {
             .await?
             .ok_or_else(|| Error::SessionNotFound(job.session_id.clone()))?;
         let stream = team_member_stream(&job.team_run_id, &job.agent);
-        let memory = self.shared.memory.clone().map(|store| memory::MemorySink {
-            store,
-            space: memory::project_space(Path::new(&record.project_root)),
-            compiler: self.shared.compiler.clone(),
-        });
+        let memory = self.shared.memory_sink(&record.project_root);
         let journal = SessionJournal::open(self.store.clone(), key, job.fence)
             .await?
             .with_memory(memory)
