@@ -144,6 +144,15 @@ pub(crate) async fn fulltext(
         .collect()
 }
 
+/// The words of an FTS5 query (`"a" OR "b" OR "c"`, whose words are alphanumeric: see
+/// `derive::fts_query`), safe to join into a PostgreSQL `tsquery` (`a | b | c`).
+pub(crate) fn query_words(fts: &str) -> Vec<&str> {
+    fts.split(" OR ")
+        .map(|w| w.trim().trim_matches('"'))
+        .filter(|w| !w.is_empty() && w.chars().all(char::is_alphanumeric))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use lumina_memory::conformance::{sample_conversation, SPACE};
@@ -152,6 +161,12 @@ mod tests {
 
     use super::*;
     use crate::{PgMemory, PgMemoryOptions};
+
+    #[test]
+    fn words_of_an_fts_query() {
+        assert_eq!(query_words("\"dog\" OR \"water\""), vec!["dog", "water"]);
+        assert!(query_words("").is_empty());
+    }
 
     /// An index batch may write windows (and the ledger hold rows) past the event a view
     /// reads up to. Those rows must not be candidates nor count in the document frequency:

@@ -383,23 +383,33 @@ pub(crate) async fn create_hnsw(
     Ok(name)
 }
 
-/// A space's vectors in a generation.
+/// A space's vectors in a generation, of the events with `after < event_id <= until`, by
+/// event id.
 pub(crate) async fn vectors(
     c: &impl GenericClient,
     tenant: &str,
     generation: u64,
     space: &str,
+    (after, until): (u64, u64),
 ) -> Result<Vec<VectorRow>> {
+    let range = [to_int(after, "event id")?, to_int(until, "event id")?];
     let rows = c
         .query(
             "SELECT event_id, embedding::text, tokens FROM memory_vectors \
-             WHERE tenant = $1 AND generation = $2 AND space = $3",
-            &[&tenant, &to_int(generation, "generation")?, &space],
+             WHERE tenant = $1 AND generation = $2 AND space = $3 \
+             AND event_id > $4 AND event_id <= $5 ORDER BY event_id",
+            &[
+                &tenant,
+                &to_int(generation, "generation")?,
+                &space,
+                &range[0],
+                &range[1],
+            ],
         )
         .await
         .pg("load vectors")?;
-    let mut windows = event_windows(c, tenant, generation, space).await?;
-    let mut sparse = sparse_postings(c, tenant, generation, space).await?;
+    let mut windows = event_windows(c, tenant, generation, space, range).await?;
+    let mut sparse = sparse_postings(c, tenant, generation, space, range).await?;
     rows.iter()
         .map(|r| {
             let text: String = r.try_get(1).pg("vector row")?;
@@ -453,12 +463,20 @@ async fn sparse_postings(
     tenant: &str,
     generation: u64,
     space: &str,
+    range: [i64; 2],
 ) -> Result<HashMap<u64, Vec<(u32, f32)>>> {
     let rows = c
         .query(
             "SELECT event_id, term, weight FROM memory_sparse_postings \
-             WHERE tenant = $1 AND generation = $2 AND space = $3 ORDER BY event_id, term",
-            &[&tenant, &to_int(generation, "generation")?, &space],
+             WHERE tenant = $1 AND generation = $2 AND space = $3 \
+             AND event_id > $4 AND event_id <= $5 ORDER BY event_id, term",
+            &[
+                &tenant,
+                &to_int(generation, "generation")?,
+                &space,
+                &range[0],
+                &range[1],
+            ],
         )
         .await
         .pg("load sparse postings")?;
@@ -507,19 +525,28 @@ async fn insert_edges(
     Ok(())
 }
 
-/// A space's graph edges in a generation, ordered as SQLite's edge table is keyed.
+/// A space's graph edges in a generation, of the events with `after < event_id <= until`,
+/// ordered by event id, node (bytewise) and kind.
 pub(crate) async fn edges(
     c: &impl GenericClient,
     tenant: &str,
     generation: u64,
     space: &str,
+    (after, until): (u64, u64),
 ) -> Result<Vec<(u64, String, i64)>> {
     let rows = c
         .query(
             "SELECT event_id, node, kind FROM memory_edges \
              WHERE tenant = $1 AND generation = $2 AND space = $3 \
+             AND event_id > $4 AND event_id <= $5 \
              ORDER BY event_id, node COLLATE \"C\", kind",
-            &[&tenant, &to_int(generation, "generation")?, &space],
+            &[
+                &tenant,
+                &to_int(generation, "generation")?,
+                &space,
+                &to_int(after, "event id")?,
+                &to_int(until, "event id")?,
+            ],
         )
         .await
         .pg("load edges")?;
@@ -570,12 +597,20 @@ async fn event_windows(
     tenant: &str,
     generation: u64,
     space: &str,
+    range: [i64; 2],
 ) -> Result<HashMap<u64, Vec<Vec<f32>>>> {
     let rows = c
         .query(
             "SELECT event_id, embedding::text FROM memory_event_windows \
-             WHERE tenant = $1 AND generation = $2 AND space = $3 ORDER BY event_id, span",
-            &[&tenant, &to_int(generation, "generation")?, &space],
+             WHERE tenant = $1 AND generation = $2 AND space = $3 \
+             AND event_id > $4 AND event_id <= $5 ORDER BY event_id, span",
+            &[
+                &tenant,
+                &to_int(generation, "generation")?,
+                &space,
+                &range[0],
+                &range[1],
+            ],
         )
         .await
         .pg("load event windows")?;
