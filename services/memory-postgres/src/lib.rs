@@ -140,7 +140,7 @@ struct Inner {
     maintenance: tokio::sync::Mutex<()>,
     compile_locks: SpaceLocks,
     /// The read views, with the full-text statistics of their rows.
-    views: ViewCache<(f64, f64)>,
+    views: ViewCache<Arc<fulltext::FulltextStats>>,
 }
 
 impl PgMemory {
@@ -326,7 +326,12 @@ impl MemoryStore for PgMemory {
             let loaded = self
                 .inner
                 .views
-                .view(self, &query.space, aligned.generation, &aligned.indexed)
+                .view(
+                    &view::Source(self),
+                    &query.space,
+                    aligned.generation,
+                    &aligned.indexed,
+                )
                 .await?;
             let view = &loaded.view;
             let c = self.client().await?;
@@ -339,7 +344,7 @@ impl MemoryStore for PgMemory {
                     space: &query.space,
                     until: view.indexed.last_event_id,
                     words: &words,
-                    stats: view.extra,
+                    stats: view.extra.bm25(),
                     window_weight: f64::from(o.window_weight),
                     limit: o.candidates,
                 },

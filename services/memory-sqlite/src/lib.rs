@@ -258,7 +258,12 @@ impl MemoryStore for SqliteMemory {
             let loaded = self
                 .inner
                 .views
-                .view(self, &query.space, aligned.generation, &aligned.indexed)
+                .view(
+                    &view::Source(self),
+                    &query.space,
+                    aligned.generation,
+                    &aligned.indexed,
+                )
                 .await?;
             let generation = loaded.view.generation;
             let fulltext = self

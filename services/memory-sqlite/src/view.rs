@@ -17,42 +17,54 @@ use lumina_memory::semantic::job::NodeFilter;
 use lumina_memory::semantic::overlay::{overlay, Overlay};
 use lumina_memory::Result;
 
+/// The store as the source of its read views (not part of its public interface).
+pub(crate) struct Source<'a>(pub(crate) &'a SqliteMemory);
+
 #[async_trait]
-impl ViewSource for SqliteMemory {
+impl ViewSource for Source<'_> {
     type Extra = ();
 
     async fn revision(&self, space: &str) -> Result<u64> {
         let space = space.to_owned();
-        self.blocking(move |inner| Ok(inner.index().compile_state(&space)?.revision))
+        self.0
+            .blocking(move |inner| Ok(inner.index().compile_state(&space)?.revision))
             .await
     }
 
     async fn overlay(&self, space: &str) -> Result<Overlay> {
         let space = space.to_owned();
-        self.blocking(move |inner| {
-            let index = inner.index();
-            let nodes = index.load_nodes(&space, NodeFilter::All)?;
-            let conflicts = index.load_conflicts(&space)?;
-            Ok(overlay(&nodes, &conflicts))
-        })
-        .await
+        self.0
+            .blocking(move |inner| {
+                let index = inner.index();
+                let nodes = index.load_nodes(&space, NodeFilter::All)?;
+                let conflicts = index.load_conflicts(&space)?;
+                Ok(overlay(&nodes, &conflicts))
+            })
+            .await
     }
 
     async fn rows(&self, generation: u64, space: &str, after: u64, until: u64) -> Result<Rows> {
         let space = space.to_owned();
-        self.blocking(move |inner| {
-            let rows = inner.ledger().range(&space, after, until)?;
-            let index = inner.index();
-            Ok(Rows {
-                rows,
-                vectors: index.vectors(generation, &space, after, until)?,
-                edges: index.edges(generation, &space, after, until)?,
+        self.0
+            .blocking(move |inner| {
+                let rows = inner.ledger().range(&space, after, until)?;
+                let index = inner.index();
+                Ok(Rows {
+                    rows,
+                    vectors: index.vectors(generation, &space, after, until)?,
+                    edges: index.edges(generation, &space, after, until)?,
+                })
             })
-        })
-        .await
+            .await
     }
 
-    async fn extra(&self, _generation: u64, _space: &str, _until: u64) -> Result<()> {
+    async fn extra(
+        &self,
+        _generation: u64,
+        _space: &str,
+        _until: u64,
+        _previous: Option<(&(), &[u64])>,
+    ) -> Result<()> {
         Ok(())
     }
 }

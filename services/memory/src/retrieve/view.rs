@@ -12,9 +12,9 @@
 //!   what is published while another builder works. A view at a later position than a
 //!   recall asked for is used as it is.
 //!
-//! A refreshed view is updated in place when no recall still reads it, else copied first.
-//! The CPU work runs on tokio's blocking pool, which also stores the result, so a recall
-//! dropped meanwhile does not lose it.
+//! A refreshed view is updated in place when no recall still reads it, else copied first;
+//! the CPU work runs on tokio's blocking pool. (A recall dropped while it refreshes a view
+//! leaves none cached: the next one builds it.)
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -40,8 +40,17 @@ pub trait ViewSource: Send + Sync {
     /// The space's ledger rows with `after < event_id <= until`, with their vectors and
     /// graph edges in `generation` ([`Rows`] has the order of each).
     async fn rows(&self, generation: u64, space: &str, after: u64, until: u64) -> Result<Rows>;
-    /// The extra state of a view of `generation` holding the rows up to `until`.
-    async fn extra(&self, generation: u64, space: &str, until: u64) -> Result<Self::Extra>;
+    /// The extra state of a view of `generation` holding the rows up to `until`. On a
+    /// refresh, `previous` is the refreshed view's, with the event ids of the rows the
+    /// refresh added and of those whose windows it recomputed (ascending); `None` on a
+    /// build.
+    async fn extra(
+        &self,
+        generation: u64,
+        space: &str,
+        until: u64,
+        previous: Option<(&Self::Extra, &[u64])>,
+    ) -> Result<Self::Extra>;
 }
 
 /// A space's read view and what it holds.
@@ -144,20 +153,23 @@ impl<X: Clone + Send + Sync + 'static> ViewCache<X> {
             let count = rows.rows.len() as u64;
             let continues = at.rows + count == indexed.rows
                 && rows.rows.last().map(|r| r.chain.as_str()) == Some(indexed.chain.as_str());
-            if continues {
-                let extra = source.extra(generation, space, until).await?;
-                let options = self.options.clone();
-                let (indexed, started) = (indexed.clone(), std::time::Instant::now());
-                let view = blocking(move || {
-                    let mut view = guard.take()?;
-                    Arc::make_mut(&mut view.snap).extend(rows, &options);
-                    view.indexed = indexed;
-                    view.extra = extra;
-                    *guard = Some(view.clone());
-                    Some(view)
+            let refreshed = if continues { guard.take() } else { None };
+            if let Some(mut view) = refreshed {
+                let (options, started) = (self.options.clone(), std::time::Instant::now());
+                let (view, changed) = blocking(move || {
+                    let changed = Arc::make_mut(&mut view.snap).extend(rows, &options);
+                    (view, changed)
                 })
-                .await?
-                .ok_or_else(|| Error::Unavailable("memory view lost".into()))?;
+                .await?;
+                let extra = source
+                    .extra(generation, space, until, Some((&view.extra, &changed)))
+                    .await?;
+                let view = View {
+                    indexed: indexed.clone(),
+                    extra,
+                    ..view
+                };
+                *guard = Some(view.clone());
                 tracing::debug!(
                     space,
                     rows = count,
@@ -181,22 +193,18 @@ impl<X: Clone + Send + Sync + 'static> ViewCache<X> {
         }
         let overlay = source.overlay(space).await?;
         let rows = source.rows(generation, space, 0, until).await?;
-        let extra = source.extra(generation, space, until).await?;
+        let extra = source.extra(generation, space, until, None).await?;
         let count = rows.rows.len() as u64;
         let (window, options) = (self.window, self.options.clone());
-        let indexed = indexed.clone();
-        let view = blocking(move || {
-            let view = View {
-                generation,
-                indexed,
-                revision,
-                snap: Arc::new(Snapshot::build(rows, overlay, window, &options)),
-                extra,
-            };
-            *guard = Some(view.clone());
-            view
-        })
-        .await?;
+        let snap = blocking(move || Snapshot::build(rows, overlay, window, &options)).await?;
+        let view = View {
+            generation,
+            indexed: indexed.clone(),
+            revision,
+            snap: Arc::new(snap),
+            extra,
+        };
+        *guard = Some(view.clone());
         Ok(Loaded {
             view,
             load: ViewLoad::Built,

@@ -71,8 +71,8 @@ fn doc(vocab: &mut HashMap<String, u32>, evidence: Evidence) -> Doc {
 
 /// Indexes the docs just placed at `placed` (ascending): their body postings, the windows
 /// of every doc within `window` turns of one of them, the document frequencies and the
-/// average lengths.
-pub(super) fn index(s: &mut Snapshot, placed: &[u32]) {
+/// average lengths. Returns the docs whose windows were recomputed.
+pub(super) fn index(s: &mut Snapshot, placed: &[u32]) -> Vec<u32> {
     let mut body_adds: HashMap<u32, Vec<(u32, u32)>> = HashMap::new();
     for &d in placed {
         let doc = &s.docs[d as usize];
@@ -144,6 +144,7 @@ pub(super) fn index(s: &mut Snapshot, placed: &[u32]) {
     }
     s.body.average();
     s.window.average();
+    affected
 }
 
 /// The distinct terms of a doc's body and window, sorted.

@@ -158,8 +158,10 @@ impl Snapshot {
     /// Adds rows indexed after the ones the view holds (their event ids are larger): only
     /// they are analyzed; the windows of the docs next to them, the fields' statistics and
     /// the graph follow. The view is then the one [`Snapshot::build`] gives for all the
-    /// rows. Rows the view already holds are skipped.
-    pub fn extend(&mut self, rows: Rows, options: &RetrievalOptions) {
+    /// rows. Rows the view already holds are skipped. Returns the event ids of the docs
+    /// added and of those whose window was recomputed (the docs within `window` turns of
+    /// an added one), ascending.
+    pub fn extend(&mut self, rows: Rows, options: &RetrievalOptions) -> Vec<u64> {
         let Rows {
             rows,
             vectors,
@@ -168,7 +170,7 @@ impl Snapshot {
         let docs = lexical::new_docs(self, rows);
         let new: HashSet<u64> = docs.iter().map(|d| d.evidence.event_id).collect();
         let placed = order::insert(self, docs);
-        lexical::index(self, &placed);
+        let windows = lexical::index(self, &placed);
         vectors::add(
             self,
             vectors
@@ -180,6 +182,14 @@ impl Snapshot {
         self.edges.add(&edges, &self.by_event, options);
         self.edges.resolve(&self.by_event);
         self.graph = self.edges.graph(&self.docs, options);
+        let mut changed: Vec<u64> = windows
+            .iter()
+            .chain(&placed)
+            .map(|&d| self.docs[d as usize].evidence.event_id)
+            .collect();
+        changed.sort_unstable();
+        changed.dedup();
+        changed
     }
 
     /// The best span of a doc by the cosine of its span vector with `query` (unit length):
