@@ -3,14 +3,16 @@
 //!
 //! - **Incremental refresh.** When only the indexed position moved (every turn appends
 //!   evidence, so after every turn), the store loads the ledger rows after the cached
-//!   position with their vectors and edges, and [`Snapshot::extend`] adds them: the cost
-//!   follows the new rows, not the space. A changed generation or revision, or new rows
-//!   that do not continue the cached position (count or chain hash), rebuild the view.
+//!   position with their vectors and edges, and [`Snapshot::extend`] adds them: only they
+//!   are read and analyzed (the rest is passes over the view's integers: renumbering, the
+//!   CSR graph). Another generation, a later semantic revision, or new rows that do not
+//!   continue the cached position (count or chain hash) rebuild the view.
 //! - **Single flight.** At most one load or refresh of a space's view runs at a time per
 //!   cache: a recall arriving meanwhile waits for it and uses its result (or refreshes
 //!   from it, when it needs a later position), as `build::align` answers a query with
-//!   what is published while another builder works. A view at a later position than a
-//!   recall asked for is used as it is.
+//!   what is published while another builder works. A view at a later position or
+//!   revision than a recall asked for is used as it is. The revision is read before the
+//!   space's lock, so a recall that finds its view current holds the lock only to copy it.
 //!
 //! A refreshed view is updated in place when no recall still reads it, else copied first;
 //! the CPU work runs on tokio's blocking pool. (A recall dropped while it refreshes a view
@@ -33,7 +35,7 @@ pub trait ViewSource: Send + Sync {
     /// statistics; `()` for none).
     type Extra: Clone + Send + Sync + 'static;
 
-    /// The space's semantic revision (`CompileState::revision`).
+    /// The space's semantic revision (`CompileState::revision`: it only increases).
     async fn revision(&self, space: &str) -> Result<u64>;
     /// What the space's semantic nodes add to the view.
     async fn overlay(&self, space: &str) -> Result<Overlay>;
@@ -133,10 +135,10 @@ impl<X: Clone + Send + Sync + 'static> ViewCache<X> {
                 .entry(space.to_owned())
                 .or_default(),
         );
-        let mut guard = slot.lock_owned().await;
         let revision = source.revision(space).await?;
+        let mut guard = slot.lock_owned().await;
         let until = indexed.last_event_id;
-        let same = |v: &&View<X>| v.generation == generation && v.revision == revision;
+        let same = |v: &&View<X>| v.generation == generation && v.revision >= revision;
         if let Some(cached) = guard.as_ref().filter(same) {
             if cached.indexed.last_event_id >= until {
                 return Ok(Loaded {
