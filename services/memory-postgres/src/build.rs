@@ -183,7 +183,7 @@ impl IndexBackend for PgMemory {
             let mut c = self.client().await?;
             index::publish(&mut c, self.tenant(), generation, fingerprint).await?;
         }
-        self.clear_snapshots();
+        self.clear_views();
         Ok(())
     }
 }

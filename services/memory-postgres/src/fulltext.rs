@@ -3,40 +3,86 @@
 //! refreshed by index batches), scored as SQLite FTS5's `bm25()` scores its body and
 //! window columns.
 
+use std::collections::HashMap;
+
 use tokio_postgres::GenericClient;
 
 use super::db::{from_int, to_int, PgResultExt};
 use lumina_memory::Result;
 
-/// Full-text length statistics of a space's rows up to `until` in a generation: (rows,
-/// average distinct lexemes per row over body and window), for [`fulltext`]'s BM25.
-pub(crate) async fn fulltext_stats(
-    c: &impl GenericClient,
-    tenant: &str,
-    generation: u64,
-    space: &str,
+/// Full-text length statistics of a view's rows, for [`fulltext`]'s BM25: the rows, the sum
+/// of their body lexemes and each row's window lexemes. Kept up to date as the view is
+/// refreshed ([`advance_stats`]), so a refresh reads the lengths of the new rows and of the
+/// rows whose windows changed, not of every row.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct FulltextStats {
+    /// The last event the statistics cover.
     until: u64,
-) -> Result<(f64, f64)> {
-    let row = c
-        .query_one(
-            "SELECT count(*)::float8, \
-             COALESCE(avg(length(e.body_tsv) + COALESCE(length(w.window_tsv), 0)), 1)::float8 \
+    rows: u64,
+    body: i64,
+    /// Event id → distinct lexemes of its window (`memory_windows`; 0 without one).
+    windows: HashMap<u64, i64>,
+    window_sum: i64,
+}
+
+impl FulltextStats {
+    /// (rows, average distinct lexemes per row over body and window; 1 without rows).
+    pub(crate) fn bm25(&self) -> (f64, f64) {
+        let avg = if self.rows == 0 {
+            1.0
+        } else {
+            (self.body + self.window_sum) as f64 / self.rows as f64
+        };
+        (self.rows as f64, avg)
+    }
+}
+
+/// `previous` brought to `until` in a generation: the rows after its position are counted
+/// and the windows of the `changed` rows re-read. From the default (empty) statistics, every
+/// row of the space up to `until`.
+pub(crate) async fn advance_stats(
+    c: &impl GenericClient,
+    (tenant, generation, space): (&str, u64, &str),
+    until: u64,
+    previous: &FulltextStats,
+    changed: &[u64],
+) -> Result<FulltextStats> {
+    let changed: Vec<i64> = changed
+        .iter()
+        .map(|&id| to_int(id, "event id"))
+        .collect::<Result<_>>()?;
+    let rows = c
+        .query(
+            "SELECT e.event_id, length(e.body_tsv), COALESCE(length(w.window_tsv), 0) \
              FROM memory_evidence e LEFT JOIN memory_windows w ON w.tenant = e.tenant \
              AND w.generation = $2 AND w.space = e.space AND w.event_id = e.event_id \
-             WHERE e.tenant = $1 AND e.space = $3 AND e.event_id <= $4",
+             WHERE e.tenant = $1 AND e.space = $3 AND e.event_id <= $4 \
+             AND (e.event_id > $5 OR e.event_id = ANY($6))",
             &[
                 &tenant,
                 &to_int(generation, "generation")?,
                 &space,
                 &to_int(until, "event id")?,
+                &to_int(previous.until, "event id")?,
+                &changed,
             ],
         )
         .await
         .pg("full text stats")?;
-    Ok((
-        row.try_get(0).pg("full text stats")?,
-        row.try_get(1).pg("full text stats")?,
-    ))
+    let mut stats = previous.clone();
+    stats.until = until;
+    for r in rows {
+        let id = from_int(r.try_get(0).pg("full text stats")?, "event id")?;
+        let body: i32 = r.try_get(1).pg("full text stats")?;
+        let window: i32 = r.try_get(2).pg("full text stats")?;
+        if id > previous.until {
+            stats.rows += 1;
+            stats.body += i64::from(body);
+        }
+        let old = stats.windows.insert(id, i64::from(window)).unwrap_or(0);
+        stats.window_sum += i64::from(window) - old;
+    }
+    Ok(stats)
 }
 
 /// BM25F over the ledger's body `tsvector` and the generation's window `tsvector`, as
@@ -100,7 +146,7 @@ pub(crate) struct FulltextQuery<'a> {
     /// The last indexed event id.
     pub until: u64,
     pub words: &'a [&'a str],
-    /// [`fulltext_stats`] of the same rows.
+    /// [`FulltextStats::bm25`] of the view's rows.
     pub stats: (f64, f64),
     pub window_weight: f64,
     pub limit: usize,
@@ -144,6 +190,15 @@ pub(crate) async fn fulltext(
         .collect()
 }
 
+/// The words of an FTS5 query (`"a" OR "b" OR "c"`, whose words are alphanumeric: see
+/// `derive::fts_query`), safe to join into a PostgreSQL `tsquery` (`a | b | c`).
+pub(crate) fn query_words(fts: &str) -> Vec<&str> {
+    fts.split(" OR ")
+        .map(|w| w.trim().trim_matches('"'))
+        .filter(|w| !w.is_empty() && w.chars().all(char::is_alphanumeric))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use lumina_memory::conformance::{sample_conversation, SPACE};
@@ -153,13 +208,14 @@ mod tests {
     use super::*;
     use crate::{PgMemory, PgMemoryOptions};
 
-    /// An index batch may write windows (and the ledger hold rows) past the event a view
-    /// reads up to. Those rows must not be candidates nor count in the document frequency:
-    /// with them a word could be in more rows than the view's statistics counted, the IDF's
-    /// ratio went negative and recall failed under load in the cluster with "cannot take
-    /// logarithm of a negative number".
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn rows_past_the_view_are_neither_candidates_nor_counted() {
+    #[test]
+    fn words_of_an_fts_query() {
+        assert_eq!(query_words("\"dog\" OR \"water\""), vec!["dog", "water"]);
+        assert!(query_words("").is_empty());
+    }
+
+    /// A fresh, migrated database and a store (tenant `t1`) over it, with the URL.
+    async fn store() -> (PgMemory, String) {
         let url = tokio::task::spawn_blocking(|| {
             PgServer::shared()
                 .unwrap()
@@ -175,7 +231,81 @@ mod tests {
             pool_size: 2,
             ..PgMemoryOptions::default()
         };
-        let store = PgMemory::connect(&url, options, None).unwrap();
+        (PgMemory::connect(&url, options, None).unwrap(), url)
+    }
+
+    /// The statistics of a space's current view (refreshing it first if needed).
+    async fn view_stats(
+        store: &PgMemory,
+    ) -> (lumina_memory::IndexStatus, std::sync::Arc<FulltextStats>) {
+        let status = store.status(SPACE).await.unwrap();
+        let source = crate::view::Source(store);
+        let loaded = store
+            .inner
+            .views
+            .view(&source, SPACE, status.generation, &status.indexed)
+            .await
+            .unwrap();
+        (status, loaded.view.extra)
+    }
+
+    /// A refreshed view's statistics (the new rows' lengths added, the changed windows
+    /// re-read) equal those read from every row.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn refreshed_statistics_equal_statistics_from_scratch() {
+        let (store, _) = store().await;
+        store.append(sample_conversation(SPACE)).await.unwrap();
+        store
+            .recall(&RecallQuery::new(SPACE, "Biscuit"))
+            .await
+            .unwrap();
+        let (_, before) = view_stats(&store).await;
+        // Turns at the end of both sessions: the windows of their last turns change.
+        let more: Vec<_> = sample_conversation(SPACE)
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| [1, 3, 8].contains(i))
+            .map(|(i, mut row)| {
+                row.source_id = format!("more:{i}");
+                row.turn_order += 10;
+                row
+            })
+            .collect();
+        store.append(more).await.unwrap();
+        let recall = store
+            .recall(&RecallQuery::new(SPACE, "Biscuit"))
+            .await
+            .unwrap();
+        assert_eq!(recall.stats.view, lumina_memory::ViewLoad::Refreshed);
+        let (status, after) = view_stats(&store).await;
+        let c = store.client().await.unwrap();
+        let scratch = advance_stats(
+            &**c,
+            ("t1", status.generation, SPACE),
+            status.indexed.last_event_id,
+            &FulltextStats::default(),
+            &[],
+        )
+        .await
+        .unwrap();
+        assert_eq!(*after, scratch);
+        assert_eq!(after.rows, 13);
+        let changed = before
+            .windows
+            .iter()
+            .filter(|(id, w)| after.windows.get(id) != Some(w))
+            .count();
+        assert!(changed > 0, "old windows changed: {before:?} {after:?}");
+    }
+
+    /// An index batch may write windows (and the ledger hold rows) past the event a view
+    /// reads up to. Those rows must not be candidates nor count in the document frequency:
+    /// with them a word could be in more rows than the view's statistics counted, the IDF's
+    /// ratio went negative and recall failed under load in the cluster with "cannot take
+    /// logarithm of a negative number".
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn rows_past_the_view_are_neither_candidates_nor_counted() {
+        let (store, url) = store().await;
         store.append(sample_conversation(SPACE)).await.unwrap();
         // Indexes all ten rows: every window of the generation exists.
         store
@@ -209,9 +339,16 @@ mod tests {
         // A view of the first four rows; "Biscuit" is in the fourth and the fifth, and in
         // the windows around them.
         let until = u64::try_from(ids[3]).unwrap();
-        let stats = fulltext_stats(&c, "t1", generation, SPACE, until)
-            .await
-            .unwrap();
+        let stats = advance_stats(
+            &c,
+            ("t1", generation, SPACE),
+            until,
+            &FulltextStats::default(),
+            &[],
+        )
+        .await
+        .unwrap()
+        .bm25();
         assert_eq!(stats.0, 4.0);
         let hits = fulltext(
             &c,

@@ -5,12 +5,10 @@
 //! vectors, `halfvec`), graph edges, and the full-text window field (the query itself is in
 //! `fulltext`).
 
-use std::collections::HashMap;
-
 use tokio_postgres::{Client, GenericClient};
 
-use super::db::{check_fence, from_int, parse_vector, to_int, vector_text, PgResultExt};
-use lumina_memory::embed::codec::{or_skip, Quantized, VectorRow};
+use super::db::{check_fence, from_int, to_int, vector_text, PgResultExt};
+use lumina_memory::embed::codec::{Quantized, VectorRow};
 use lumina_memory::{now_ms, LedgerHead, Result};
 
 /// The published (generation, fingerprint) of a tenant.
@@ -383,41 +381,6 @@ pub(crate) async fn create_hnsw(
     Ok(name)
 }
 
-/// A space's vectors in a generation.
-pub(crate) async fn vectors(
-    c: &impl GenericClient,
-    tenant: &str,
-    generation: u64,
-    space: &str,
-) -> Result<Vec<VectorRow>> {
-    let rows = c
-        .query(
-            "SELECT event_id, embedding::text, tokens FROM memory_vectors \
-             WHERE tenant = $1 AND generation = $2 AND space = $3",
-            &[&tenant, &to_int(generation, "generation")?, &space],
-        )
-        .await
-        .pg("load vectors")?;
-    let mut windows = event_windows(c, tenant, generation, space).await?;
-    let mut sparse = sparse_postings(c, tenant, generation, space).await?;
-    rows.iter()
-        .map(|r| {
-            let text: String = r.try_get(1).pg("vector row")?;
-            let event_id = from_int(r.try_get(0).pg("vector row")?, "event id")?;
-            let tokens: Option<Vec<u8>> = r.try_get(2).pg("vector row")?;
-            Ok(VectorRow {
-                event_id,
-                dense: parse_vector(&text)?,
-                sparse: sparse.remove(&event_id),
-                tokens: tokens.and_then(|b| or_skip(event_id, Quantized::from_bytes(&b))),
-                spans: windows
-                    .remove(&event_id)
-                    .map(|v| Quantized::from_vectors(&v)),
-            })
-        })
-        .collect()
-}
-
 /// Writes an event's learned sparse weights as postings.
 async fn insert_sparse(
     tx: &tokio_postgres::Transaction<'_>,
@@ -445,34 +408,6 @@ async fn insert_sparse(
         .pg("insert sparse posting")?;
     }
     Ok(())
-}
-
-/// A space's learned sparse weights in a generation, by event, sorted by term.
-async fn sparse_postings(
-    c: &impl GenericClient,
-    tenant: &str,
-    generation: u64,
-    space: &str,
-) -> Result<HashMap<u64, Vec<(u32, f32)>>> {
-    let rows = c
-        .query(
-            "SELECT event_id, term, weight FROM memory_sparse_postings \
-             WHERE tenant = $1 AND generation = $2 AND space = $3 ORDER BY event_id, term",
-            &[&tenant, &to_int(generation, "generation")?, &space],
-        )
-        .await
-        .pg("load sparse postings")?;
-    let mut out: HashMap<u64, Vec<(u32, f32)>> = HashMap::new();
-    for r in rows {
-        let event_id = from_int(r.try_get(0).pg("sparse posting row")?, "event id")?;
-        let term: i64 = r.try_get(1).pg("sparse posting row")?;
-        let term = u32::try_from(term)
-            .map_err(|_| lumina_memory::Error::Corrupt(format!("term {term}")))?;
-        out.entry(event_id)
-            .or_default()
-            .push((term, r.try_get(2).pg("sparse posting row")?));
-    }
-    Ok(out)
 }
 
 /// Writes a batch's graph edges.
@@ -507,34 +442,6 @@ async fn insert_edges(
     Ok(())
 }
 
-/// A space's graph edges in a generation, ordered as SQLite's edge table is keyed.
-pub(crate) async fn edges(
-    c: &impl GenericClient,
-    tenant: &str,
-    generation: u64,
-    space: &str,
-) -> Result<Vec<(u64, String, i64)>> {
-    let rows = c
-        .query(
-            "SELECT event_id, node, kind FROM memory_edges \
-             WHERE tenant = $1 AND generation = $2 AND space = $3 \
-             ORDER BY event_id, node COLLATE \"C\", kind",
-            &[&tenant, &to_int(generation, "generation")?, &space],
-        )
-        .await
-        .pg("load edges")?;
-    rows.iter()
-        .map(|r| {
-            let kind: i16 = r.try_get(2).pg("edge row")?;
-            Ok((
-                from_int(r.try_get(0).pg("edge row")?, "event id")?,
-                r.try_get(1).pg("edge row")?,
-                i64::from(kind),
-            ))
-        })
-        .collect()
-}
-
 /// Writes an event's span vectors (`memory_event_windows`, `halfvec`).
 async fn insert_event_windows(
     tx: &tokio_postgres::Transaction<'_>,
@@ -562,30 +469,6 @@ async fn insert_event_windows(
         .pg("insert event window")?;
     }
     Ok(())
-}
-
-/// A space's span vectors in a generation, by event, in span order.
-async fn event_windows(
-    c: &impl GenericClient,
-    tenant: &str,
-    generation: u64,
-    space: &str,
-) -> Result<HashMap<u64, Vec<Vec<f32>>>> {
-    let rows = c
-        .query(
-            "SELECT event_id, embedding::text FROM memory_event_windows \
-             WHERE tenant = $1 AND generation = $2 AND space = $3 ORDER BY event_id, span",
-            &[&tenant, &to_int(generation, "generation")?, &space],
-        )
-        .await
-        .pg("load event windows")?;
-    let mut out: HashMap<u64, Vec<Vec<f32>>> = HashMap::new();
-    for r in rows {
-        let event_id = from_int(r.try_get(0).pg("event window row")?, "event id")?;
-        let text: String = r.try_get(1).pg("event window row")?;
-        out.entry(event_id).or_default().push(parse_vector(&text)?);
-    }
-    Ok(out)
 }
 
 /// Approximate nearest neighbours through the space's HNSW index: (event id, cosine

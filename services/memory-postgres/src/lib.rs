@@ -32,9 +32,11 @@
 //! several processes stay correct (idempotent upserts, fenced batches) but may duplicate
 //! work.
 //!
-//! The read path is the shared one: the BM25F postings of the snapshot are derived from
-//! the indexed ledger rows with the same analysis the SQLite index stores ([`lexical`]),
-//! so both backends run one pipeline over identical inputs.
+//! The read path is the shared one, over the shared read view
+//! (`lumina_memory::retrieve::view`: cached per space, refreshed with the rows indexed
+//! since, one load at a time): its BM25F postings are derived from the indexed ledger rows
+//! with the same analysis the SQLite index stores, so both backends run one pipeline over
+//! identical inputs; this store loads the rows ([`view`]).
 #![warn(missing_docs)]
 
 mod build;
@@ -42,13 +44,12 @@ mod db;
 mod fulltext;
 mod index;
 mod ledger;
-mod lexical;
 mod lock;
 mod semantic;
+mod view;
 
-use std::collections::HashMap;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -60,12 +61,11 @@ use self::db::PgResultExt;
 use lumina_memory::derive::{config_fingerprint, IndexOptions};
 use lumina_memory::embed::EmbeddingProvider;
 use lumina_memory::rerank::Reranker;
-use lumina_memory::retrieve::snapshot::Snapshot;
+use lumina_memory::retrieve::view::ViewCache;
 use lumina_memory::retrieve::{self, RetrievalOptions};
 use lumina_memory::semantic::job::{
     self, CompileState, FailureDraft, NodeFilter, SemanticBackend, SpaceLocks,
 };
-use lumina_memory::semantic::overlay::overlay;
 use lumina_memory::semantic::plan::{BatchPlan, NodeGroup};
 use lumina_memory::semantic::{BatchFailure, NodeKey};
 use lumina_memory::{
@@ -132,16 +132,6 @@ impl std::fmt::Debug for PgMemory {
     }
 }
 
-/// A space's read view: the snapshot and the full-text statistics of the same rows.
-#[derive(Clone)]
-struct View {
-    snap: Arc<Snapshot>,
-    fulltext_stats: (f64, f64),
-}
-
-/// A cached read view and the index position and semantic revision it was loaded for.
-type CachedSnapshot = (u64, LedgerHead, u64, View);
-
 struct Inner {
     pool: Pool,
     embedder: Option<Arc<dyn EmbeddingProvider>>,
@@ -149,7 +139,8 @@ struct Inner {
     fingerprint: String,
     maintenance: tokio::sync::Mutex<()>,
     compile_locks: SpaceLocks,
-    snapshots: Mutex<HashMap<String, CachedSnapshot>>,
+    /// The read views, with the full-text statistics of their rows.
+    views: ViewCache<Arc<fulltext::FulltextStats>>,
 }
 
 impl PgMemory {
@@ -194,6 +185,7 @@ impl PgMemory {
         embedder: Option<Arc<dyn EmbeddingProvider>>,
     ) -> Self {
         let fingerprint = config_fingerprint(&options.index, embedder.as_deref());
+        let views = ViewCache::new(options.index.window, options.retrieval.clone());
         Self {
             inner: Arc::new(Inner {
                 pool,
@@ -202,7 +194,7 @@ impl PgMemory {
                 fingerprint,
                 maintenance: tokio::sync::Mutex::new(()),
                 compile_locks: SpaceLocks::default(),
-                snapshots: Mutex::new(HashMap::new()),
+                views,
             }),
             reranker: None,
         }
@@ -241,12 +233,8 @@ impl PgMemory {
         self.inner.pool.get().await.pg("get a connection")
     }
 
-    fn clear_snapshots(&self) {
-        self.inner
-            .snapshots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clear();
+    fn clear_views(&self) {
+        self.inner.views.clear();
     }
 
     /// Creates the space's HNSW index once it has `rows >= exact_threshold` indexed rows
@@ -272,72 +260,6 @@ impl PgMemory {
             );
         }
         Ok(())
-    }
-
-    /// The read view of a space at the published generation, loaded when the cached one
-    /// is older than `indexed` or than the space's semantic revision.
-    async fn snapshot(&self, space: &str, generation: u64, indexed: &LedgerHead) -> Result<View> {
-        let c = self.client().await?;
-        let revision = semantic::compile_state(&**c, self.tenant(), space)
-            .await?
-            .revision;
-        if let Some((g, head, rev, view)) = self
-            .inner
-            .snapshots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .get(space)
-        {
-            if *g == generation && head == indexed && *rev == revision {
-                return Ok(view.clone());
-            }
-        }
-        let nodes = semantic::load_nodes(&**c, self.tenant(), space, NodeFilter::All).await?;
-        let conflicts = semantic::load_conflicts(&**c, self.tenant(), space).await?;
-        let nodes_overlay = overlay(&nodes, &conflicts);
-        let rows = ledger::read(
-            &**c,
-            self.tenant(),
-            space,
-            0,
-            Some(indexed.last_event_id),
-            usize::MAX,
-        )
-        .await?;
-        let vectors = index::vectors(&**c, self.tenant(), generation, space).await?;
-        let edges = index::edges(&**c, self.tenant(), generation, space).await?;
-        let fulltext_stats = fulltext::fulltext_stats(
-            &**c,
-            self.tenant(),
-            generation,
-            space,
-            indexed.last_event_id,
-        )
-        .await?;
-        drop(c);
-        let evidence: Vec<Evidence> = rows.into_iter().map(|r| r.evidence).collect();
-        let window = self.inner.options.index.window;
-        let retrieval = self.inner.options.retrieval.clone();
-        let snap = tokio::task::spawn_blocking(move || {
-            let mut parts = lexical::snapshot_parts(evidence, vectors, edges, window);
-            parts.overlay = nodes_overlay;
-            Snapshot::build(parts, &retrieval)
-        })
-        .await
-        .map_err(|e| Error::Unavailable(format!("memory worker failed: {e}")))?;
-        let view = View {
-            snap: Arc::new(snap),
-            fulltext_stats,
-        };
-        self.inner
-            .snapshots
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(
-                space.to_owned(),
-                (generation, indexed.clone(), revision, view.clone()),
-            );
-        Ok(view)
     }
 }
 
@@ -395,51 +317,58 @@ impl MemoryStore for PgMemory {
                 "a recall needs a space and max_items > 0".into(),
             ));
         }
-        // 1. Alignment check, the snapshot and the full-text candidates, while 2. the model
+        // 1. Alignment check, the read view and the full-text candidates, while 2. the model
         // encodes the query (on its own thread: CPU-bound).
         let lexical_query = retrieve::encode(&query.text);
         let o = &self.inner.options.retrieval;
         let recall_lexical = async {
             let aligned = lumina_memory::build::align(self, &query.space).await?;
-            let view = self
-                .snapshot(&query.space, aligned.generation, &aligned.indexed)
+            let loaded = self
+                .inner
+                .views
+                .view(
+                    &view::Source(self),
+                    &query.space,
+                    aligned.generation,
+                    &aligned.indexed,
+                )
                 .await?;
+            let view = &loaded.view;
             let c = self.client().await?;
             let fts = retrieve::fulltext_query(&query.text, &view.snap);
-            let words = lexical::query_words(&fts);
+            let words = fulltext::query_words(&fts);
             let fulltext = fulltext::fulltext(
                 &**c,
                 self.tenant(),
                 &fulltext::FulltextQuery {
-                    generation: aligned.generation,
+                    generation: view.generation,
                     space: &query.space,
-                    until: aligned.indexed.last_event_id,
+                    until: view.indexed.last_event_id,
                     words: &words,
-                    stats: view.fulltext_stats,
+                    stats: view.extra.bm25(),
                     window_weight: f64::from(o.window_weight),
                     limit: o.candidates,
                 },
             )
             .await?;
-            Ok::<_, Error>((aligned, view, fulltext))
+            Ok::<_, Error>((aligned, loaded, fulltext))
         };
-        let ((aligned, view, fulltext), model) = tokio::try_join!(
+        let ((aligned, loaded, fulltext), model) = tokio::try_join!(
             recall_lexical,
             retrieve::model_encoding(self.inner.embedder.as_deref(), &query.text),
         )?;
         let encoded = lexical_query.with_model(model);
         // 3. Dense candidates through HNSW above the threshold (exact below: in `rank`).
+        let view = loaded.view;
         let mut c = self.client().await?;
         let ann = match &encoded.dense {
-            Some(v) if aligned.indexed.rows >= self.inner.options.exact_threshold as u64 => {
-                match index::hnsw_index(&**c, self.tenant(), aligned.generation, &query.space)
-                    .await?
-                {
+            Some(v) if view.indexed.rows >= self.inner.options.exact_threshold as u64 => {
+                match index::hnsw_index(&**c, self.tenant(), view.generation, &query.space).await? {
                     Some(_) => Some(
                         index::nearest(
                             &mut c,
                             self.tenant(),
-                            aligned.generation,
+                            view.generation,
                             &query.space,
                             v,
                             o.candidates,
@@ -453,9 +382,11 @@ impl MemoryStore for PgMemory {
         };
         drop(c);
         let stats = RecallStats {
-            generation: aligned.generation,
+            generation: view.generation,
             aligned_rows: aligned.rows,
             rebuilt: aligned.rebuilt,
+            view: loaded.load,
+            loaded_rows: loaded.rows,
             ..RecallStats::default()
         };
         let ranked = retrieve::rank(&view.snap, &encoded, &fulltext, ann.as_deref(), o, stats);

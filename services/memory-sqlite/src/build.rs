@@ -145,7 +145,7 @@ impl IndexBackend for SqliteMemory {
         let fingerprint = fingerprint.to_owned();
         self.blocking(move |inner| {
             inner.index().publish(generation, &fingerprint)?;
-            inner.snapshots.lock().map(|mut s| s.clear()).ok();
+            inner.views.clear();
             remove_other_vector_files(inner);
             Ok(())
         })

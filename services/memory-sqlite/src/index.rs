@@ -20,7 +20,7 @@ use super::db::{from_sql_int, open, to_sql_int, DbResultExt};
 use super::windows::{insert_postings, refresh_windows};
 use lumina_memory::build::LedgerRow;
 use lumina_memory::derive::{derive, edges, FIELD_BODY};
-use lumina_memory::embed::codec::{decode_sparse, or_skip, sparse_bytes, Quantized, VectorRow};
+use lumina_memory::embed::codec::{sparse_bytes, Quantized, VectorRow};
 use lumina_memory::{now_ms, Error, LedgerHead, Result};
 
 const META_SCHEMA: &str = "
@@ -106,7 +106,7 @@ CREATE TABLE IF NOT EXISTS retrieval.g{g}_vectors (
 }
 
 /// `retrieval.g<N>_vectors`.
-fn vectors_table(generation: u64) -> String {
+pub(super) fn vectors_table(generation: u64) -> String {
     format!("retrieval.{}", table(generation, "vectors"))
 }
 
@@ -126,31 +126,11 @@ pub(crate) fn retrieval_file_name(model_id: &str, dims: usize) -> String {
     format!("retrieval-{slug}-{dims}.sqlite")
 }
 
-/// One indexed document as loaded for a snapshot.
-#[derive(Debug, Clone)]
-pub(crate) struct DocRow {
-    pub event_id: u64,
-    pub body_len: u32,
-    pub window_len: u32,
-}
-
-/// Everything a snapshot needs from one generation for one space.
-#[derive(Debug, Default)]
-pub(crate) struct LoadedSpace {
-    pub docs: Vec<DocRow>,
-    /// (term, field, event id, tf).
-    pub postings: Vec<(String, i64, u64, u32)>,
-    /// (event id, node key, kind).
-    pub edges: Vec<(u64, String, i64)>,
-    /// Vectors by event.
-    pub vectors: Vec<VectorRow>,
-}
-
 /// The open index file.
 pub(crate) struct IndexDb {
     pub(super) conn: Connection,
     /// Whether a model's `retrieval-<model>.sqlite` is attached (the store has a model).
-    vectors: bool,
+    pub(super) vectors: bool,
 }
 
 impl IndexDb {
@@ -468,113 +448,5 @@ impl IndexDb {
             Ok((from_sql_int(id, "event id")?, -score as f32))
         })
         .collect()
-    }
-
-    /// Loads a generation's data for one space.
-    pub fn load_space(&self, generation: u64, space: &str) -> Result<LoadedSpace> {
-        let g = generation;
-        let mut out = LoadedSpace::default();
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
-                "SELECT event_id, body_len, window_len FROM {} \
-                 WHERE space = ?1 ORDER BY context, turn_order, event_id",
-                table(g, "docs")
-            ))
-            .db("prepare load docs")?;
-        let rows = stmt
-            .query_map([space], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                ))
-            })
-            .db("load docs")?;
-        for r in rows {
-            let (id, body_len, window_len) = r.db("doc row")?;
-            out.docs.push(DocRow {
-                event_id: from_sql_int(id, "event id")?,
-                body_len: u32::try_from(body_len).unwrap_or(u32::MAX),
-                window_len: u32::try_from(window_len).unwrap_or(u32::MAX),
-            });
-        }
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
-                "SELECT term, field, event_id, tf FROM {} WHERE space = ?1",
-                table(g, "postings")
-            ))
-            .db("prepare load postings")?;
-        let rows = stmt
-            .query_map([space], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, i64>(1)?,
-                    r.get::<_, i64>(2)?,
-                    r.get::<_, i64>(3)?,
-                ))
-            })
-            .db("load postings")?;
-        for r in rows {
-            let (term, field, id, tf) = r.db("posting row")?;
-            let tf = u32::try_from(tf).map_err(|_| Error::Corrupt(format!("tf {tf}")))?;
-            out.postings
-                .push((term, field, from_sql_int(id, "event id")?, tf));
-        }
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
-                "SELECT src, dst, kind FROM {} WHERE space = ?1",
-                table(g, "edges")
-            ))
-            .db("prepare load edges")?;
-        let rows = stmt
-            .query_map([space], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?, r.get(2)?))
-            })
-            .db("load edges")?;
-        for r in rows {
-            let (src, dst, kind) = r.db("edge row")?;
-            out.edges.push((from_sql_int(src, "event id")?, dst, kind));
-        }
-        if !self.vectors {
-            return Ok(out);
-        }
-        let mut stmt = self
-            .conn
-            .prepare(&format!(
-                "SELECT event_id, vector, sparse, tokens, spans FROM {} WHERE space = ?1",
-                vectors_table(g)
-            ))
-            .db("prepare load vectors")?;
-        let rows = stmt
-            .query_map([space], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, Vec<u8>>(1)?,
-                    r.get::<_, Option<Vec<u8>>>(2)?,
-                    r.get::<_, Option<Vec<u8>>>(3)?,
-                    r.get::<_, Option<Vec<u8>>>(4)?,
-                ))
-            })
-            .db("load vectors")?;
-        for r in rows {
-            let (id, blob, sparse, tokens, spans) = r.db("vector row")?;
-            let event_id = from_sql_int(id, "event id")?;
-            let decoded =
-                |b: Option<Vec<u8>>| b.and_then(|b| or_skip(event_id, Quantized::from_bytes(&b)));
-            out.vectors.push(VectorRow {
-                event_id,
-                dense: blob
-                    .chunks_exact(4)
-                    .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-                    .collect(),
-                sparse: sparse.and_then(|b| or_skip(event_id, decode_sparse(&b))),
-                tokens: decoded(tokens),
-                spans: decoded(spans),
-            });
-        }
-        Ok(out)
     }
 }

@@ -200,6 +200,29 @@ impl LedgerDb {
             .collect()
     }
 
+    /// Rows of a space with `after < event_id <= until`, in order.
+    pub fn range(&self, space: &str, after: u64, until: u64) -> Result<Vec<LedgerRow>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {COLUMNS} FROM evidence WHERE space = ?1 AND event_id > ?2 \
+                 AND event_id <= ?3 ORDER BY event_id"
+            ))
+            .db("prepare read range")?;
+        let rows = stmt
+            .query_map(
+                params![
+                    space,
+                    to_sql_int(after, "event id")?,
+                    to_sql_int(until, "event id")?
+                ],
+                row,
+            )
+            .db("read evidence")?;
+        rows.map(|r| ledger_row(r.db("read evidence row")?))
+            .collect()
+    }
+
     /// Rows of a space by event id (unknown ids and other spaces' rows are skipped).
     pub fn get(&self, space: &str, ids: &[u64]) -> Result<Vec<LedgerRow>> {
         let mut stmt = self

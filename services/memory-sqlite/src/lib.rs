@@ -6,7 +6,10 @@
 //! the model file attached) behind a mutex; all SQLite work runs on tokio's blocking pool.
 //! Index maintenance (catch-up and rebuilds, the core's job `lumina_memory::build` over this
 //! store's [`IndexBackend`](lumina_memory::build::IndexBackend)) is serialized by an async
-//! lock; queries that find the index aligned never take it.
+//! lock; queries that find the index aligned never take it. The read path is the shared
+//! one, over the shared read view (`lumina_memory::retrieve::view`: cached per space,
+//! refreshed with the rows indexed since, one load at a time); this store loads the rows
+//! ([`view`]).
 #![warn(missing_docs)]
 
 mod build;
@@ -14,9 +17,9 @@ mod db;
 mod index;
 mod ledger;
 mod semantic;
+mod view;
 mod windows;
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
@@ -28,12 +31,11 @@ use self::ledger::LedgerDb;
 use lumina_memory::derive::{config_fingerprint, IndexOptions};
 use lumina_memory::embed::EmbeddingProvider;
 use lumina_memory::rerank::Reranker;
-use lumina_memory::retrieve::snapshot::{Snapshot, SnapshotParts};
+use lumina_memory::retrieve::view::ViewCache;
 use lumina_memory::retrieve::{self, RetrievalOptions};
 use lumina_memory::semantic::job::{
     self, CompileState, FailureDraft, NodeFilter, SemanticBackend, SpaceLocks,
 };
-use lumina_memory::semantic::overlay::overlay;
 use lumina_memory::semantic::plan::{BatchPlan, NodeGroup};
 use lumina_memory::semantic::{BatchFailure, NodeKey};
 use lumina_memory::{
@@ -70,9 +72,6 @@ impl std::fmt::Debug for SqliteMemory {
     }
 }
 
-/// A cached read view and the index position and semantic revision it was loaded for.
-type CachedSnapshot = (u64, LedgerHead, u64, Arc<Snapshot>);
-
 pub(crate) struct Inner {
     dir: PathBuf,
     ledger: Mutex<LedgerDb>,
@@ -82,7 +81,8 @@ pub(crate) struct Inner {
     fingerprint: String,
     maintenance: tokio::sync::Mutex<()>,
     compile_locks: SpaceLocks,
-    snapshots: Mutex<HashMap<String, CachedSnapshot>>,
+    /// The read views.
+    views: ViewCache<()>,
 }
 
 /// A panic while a connection was locked leaves nothing half-done (an open transaction
@@ -122,6 +122,7 @@ impl SqliteMemory {
             .map(|e| dir.join(index::retrieval_file_name(e.model_id(), e.dims())));
         let index = IndexDb::open(&dir.join("index.sqlite"), retrieval.as_deref())?;
         let fingerprint = config_fingerprint(&options.index, embedder.as_deref());
+        let views = ViewCache::new(options.index.window, options.retrieval.clone());
         Ok(Self {
             inner: Arc::new(Inner {
                 dir,
@@ -132,7 +133,7 @@ impl SqliteMemory {
                 fingerprint,
                 maintenance: tokio::sync::Mutex::new(()),
                 compile_locks: SpaceLocks::default(),
-                snapshots: Mutex::new(HashMap::new()),
+                views,
             }),
             reranker: None,
         })
@@ -183,62 +184,6 @@ impl SqliteMemory {
         tokio::task::spawn_blocking(move || work(&inner))
             .await
             .map_err(|e| Error::Unavailable(format!("memory worker failed: {e}")))?
-    }
-
-    /// The read view of a space at the published generation, loaded when the cached one is
-    /// older than `indexed` or than the space's semantic revision.
-    fn snapshot(
-        inner: &Inner,
-        space: &str,
-        generation: u64,
-        indexed: &LedgerHead,
-    ) -> Result<Arc<Snapshot>> {
-        let revision = inner.index().compile_state(space)?.revision;
-        if let Some((g, head, rev, snap)) = lock(&inner.snapshots).get(space) {
-            if *g == generation && head == indexed && *rev == revision {
-                return Ok(Arc::clone(snap));
-            }
-        }
-        let (loaded, nodes_overlay) = {
-            let index = inner.index();
-            let nodes = index.load_nodes(space, NodeFilter::All)?;
-            let conflicts = index.load_conflicts(space)?;
-            (
-                index.load_space(generation, space)?,
-                overlay(&nodes, &conflicts),
-            )
-        };
-        let texts: HashMap<u64, Evidence> = inner
-            .ledger()
-            .read(space, 0, usize::MAX)?
-            .into_iter()
-            .map(|r| (r.evidence.event_id, r.evidence))
-            .collect();
-        let mut texts = texts;
-        let docs = loaded
-            .docs
-            .into_iter()
-            .filter_map(|d| {
-                texts
-                    .remove(&d.event_id)
-                    .map(|e| (e, d.body_len, d.window_len))
-            })
-            .collect();
-        let snap = Arc::new(Snapshot::build(
-            SnapshotParts {
-                docs,
-                postings: loaded.postings,
-                edges: loaded.edges,
-                vectors: loaded.vectors,
-                overlay: nodes_overlay,
-            },
-            &inner.options.retrieval,
-        ));
-        lock(&inner.snapshots).insert(
-            space.to_owned(),
-            (generation, indexed.clone(), revision, Arc::clone(&snap)),
-        );
-        Ok(snap)
     }
 }
 
@@ -302,7 +247,7 @@ impl MemoryStore for SqliteMemory {
                 "a recall needs a space and max_items > 0".into(),
             ));
         }
-        // 1. Alignment check (catches up or rebuilds when needed), the snapshot and the
+        // 1. Alignment check (catches up or rebuilds when needed), the read view and the
         // full-text candidates, while 2. the model encodes the query (both CPU-bound, on
         // their own threads).
         let lexical_query = retrieve::encode(&query.text);
@@ -310,33 +255,44 @@ impl MemoryStore for SqliteMemory {
         let space = query.space.clone();
         let recall_lexical = async {
             let aligned = lumina_memory::build::align(self, &query.space).await?;
-            let at = (aligned.generation, aligned.indexed.clone());
-            let (snap, fulltext) = self
+            let loaded = self
+                .inner
+                .views
+                .view(
+                    &view::Source(self),
+                    &query.space,
+                    aligned.generation,
+                    &aligned.indexed,
+                )
+                .await?;
+            let generation = loaded.view.generation;
+            let fts = retrieve::fulltext_query(&text, &loaded.view.snap);
+            let fulltext = self
                 .blocking(move |inner| {
-                    let snap = Self::snapshot(inner, &space, at.0, &at.1)?;
                     let o = &inner.options.retrieval;
-                    let fts = retrieve::fulltext_query(&text, &snap);
-                    let fulltext = inner.index().fulltext(
-                        at.0,
+                    inner.index().fulltext(
+                        generation,
                         &space,
                         &fts,
                         f64::from(o.window_weight),
                         o.candidates,
-                    )?;
-                    Ok((snap, fulltext))
+                    )
                 })
                 .await?;
-            Ok::<_, Error>((aligned, snap, fulltext))
+            Ok::<_, Error>((aligned, loaded, fulltext))
         };
-        let ((aligned, snap, fulltext), model) = tokio::try_join!(
+        let ((aligned, loaded, fulltext), model) = tokio::try_join!(
             recall_lexical,
             retrieve::model_encoding(self.inner.embedder.as_deref(), &query.text),
         )?;
         let encoded = lexical_query.with_model(model);
+        let snap = loaded.view.snap;
         let stats = RecallStats {
-            generation: aligned.generation,
+            generation: loaded.view.generation,
             aligned_rows: aligned.rows,
             rebuilt: aligned.rebuilt,
+            view: loaded.load,
+            loaded_rows: loaded.rows,
             ..RecallStats::default()
         };
         // 3. Candidate recall through span scoring (`rank`), on a blocking thread.

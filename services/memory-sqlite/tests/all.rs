@@ -30,6 +30,10 @@ impl StoreFixture for TempStore {
     fn store(&self) -> Arc<dyn MemoryStore> {
         self.store.clone()
     }
+
+    fn reopen(&self) -> Arc<dyn MemoryStore> {
+        Arc::new(reopen(&self.dir, SqliteOptions::default()))
+    }
 }
 
 /// A fresh SQLite store with default options.
@@ -41,4 +45,23 @@ pub async fn sqlite_store() -> TempStore {
 
 mod conformance {
     lumina_memory::memory_conformance_suite!(super::sqlite_store());
+}
+
+/// The conformance check of refreshed views with a model of every output (dense, learned
+/// sparse, token vectors) and span vectors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refreshed_views_with_vectors_rank_like_built_ones() {
+    use lumina_memory::conformance::{multi_output_model, refreshed_views_rank_like_built_ones};
+    let dir = tempfile::tempdir().unwrap();
+    let open = || -> Arc<dyn MemoryStore> {
+        Arc::new(
+            SqliteMemory::open(
+                dir.path(),
+                SqliteOptions::default(),
+                Some(multi_output_model()),
+            )
+            .unwrap(),
+        )
+    };
+    refreshed_views_rank_like_built_ones(open(), &open).await;
 }

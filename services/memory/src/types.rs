@@ -302,6 +302,28 @@ pub struct RecallStats {
     /// Best candidates the reranker re-scored (0 without a reranker, or when it failed).
     #[serde(default)]
     pub reranked: usize,
+    /// How the space's read view was had: from the store's cache, refreshed with the rows
+    /// indexed since, or built from every row.
+    #[serde(default)]
+    pub view: ViewLoad,
+    /// Ledger rows this recall loaded into the read view (0 from the cache, the new rows
+    /// on a refresh, every indexed row on a build).
+    #[serde(default)]
+    pub loaded_rows: u64,
+}
+
+/// How a recall had its read view ([`RecallStats::view`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ViewLoad {
+    /// The cached view was current (or a recall that ran meanwhile made it so).
+    #[default]
+    Cached,
+    /// The cached view was refreshed with the rows indexed after it.
+    Refreshed,
+    /// The view was built from every indexed row (none cached, or a new generation or
+    /// semantic revision).
+    Built,
 }
 
 /// The read path's answer.

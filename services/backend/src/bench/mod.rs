@@ -5,6 +5,7 @@ pub mod a2a;
 pub mod conversation;
 pub mod locomo;
 pub mod rag;
+pub mod recall;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -76,6 +77,26 @@ pub enum BenchCommand {
         /// or ~/.lumina). The benchmark's own store is always a temporary one.
         #[arg(long)]
         app_root: Option<PathBuf>,
+    },
+    /// Memory Fabric recall per turn in a long-lived project space (SQLite, or PostgreSQL
+    /// with --postgres-url): each turn remembers two messages and recalls.
+    Recall {
+        /// Remembered messages in the space before the measured turns.
+        #[arg(long, default_value_t = 5_000)]
+        rows: usize,
+        /// Measured turns (two messages each).
+        #[arg(long, default_value_t = 200)]
+        turns: usize,
+        /// Sessions the messages are spread over.
+        #[arg(long, default_value_t = 50)]
+        sessions: usize,
+        /// PostgreSQL (with pgvector) instead of SQLite; the schema is migrated first.
+        #[arg(long)]
+        postgres_url: Option<String>,
+        /// Open a new store for every recall, so each builds its read view from every row
+        /// (the cost of a turn before incremental refresh).
+        #[arg(long)]
+        cold: bool,
     },
     /// The Conversation API over HTTP: first-chunk latency through execute/stream and
     /// `/messages` page latency in a long conversation (a local backend in-process; the
@@ -265,6 +286,28 @@ pub async fn run(command: BenchCommand) -> anyhow::Result<()> {
                 std::fs::write(&path, serde_json::to_string_pretty(&report)?)
                     .with_context(|| format!("cannot write {}", path.display()))?;
             }
+            Ok(())
+        }
+        BenchCommand::Recall {
+            rows,
+            turns,
+            sessions,
+            postgres_url,
+            cold,
+        } => {
+            if let Some(url) = &postgres_url {
+                let pg = lumina_journal::postgres::PgJournal::connect(url, 2)?;
+                pg.migrate().await.context("migrating the database")?;
+            }
+            let report = recall::run(recall::RecallBench {
+                postgres_url,
+                rows,
+                turns,
+                sessions,
+                cold,
+            })
+            .await?;
+            println!("{}", serde_json::to_string_pretty(&report)?);
             Ok(())
         }
         BenchCommand::Conversation {

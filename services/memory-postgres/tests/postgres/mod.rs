@@ -55,6 +55,10 @@ impl StoreFixture for PgStore {
     fn store(&self) -> Arc<dyn MemoryStore> {
         self.store.clone()
     }
+
+    fn reopen(&self) -> Arc<dyn MemoryStore> {
+        Arc::new(PgMemory::connect(&self.url, options("t1"), None).unwrap())
+    }
 }
 
 /// A fresh PostgreSQL store (tenant `t1`) on a fresh database.
@@ -443,6 +447,18 @@ async fn learned_sparse_and_token_vectors_score_candidates() {
     )
     .unwrap();
     assert_eq!(postings.trim(), "t|t");
+}
+
+/// The conformance check of refreshed views with a model of every output (dense, learned
+/// sparse, token vectors) and span vectors.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refreshed_views_with_vectors_rank_like_built_ones() {
+    use lumina_memory::conformance::{multi_output_model, refreshed_views_rank_like_built_ones};
+    let (url, _database) = fresh_database().await;
+    let open = || -> Arc<dyn MemoryStore> {
+        Arc::new(PgMemory::connect(&url, options("t1"), Some(multi_output_model())).unwrap())
+    };
+    refreshed_views_rank_like_built_ones(open(), &open).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

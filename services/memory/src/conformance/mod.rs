@@ -2,9 +2,10 @@
 //!
 //! A backend's integration tests expand
 //! [`memory_conformance_suite!`](crate::memory_conformance_suite) with an async factory that
-//! yields a fresh, empty store per test (anything implementing [`StoreFixture`], e.g.
-//! `Arc<dyn MemoryStore>`, or a struct that also owns the temp dir or database). The
-//! calling crate needs `tokio` (with `macros` and `rt-multi-thread`) as a dependency.
+//! yields a fresh, empty store per test (anything implementing [`StoreFixture`]: a struct
+//! that owns the store and its temp dir or database, and can open a second store over the
+//! same data). The calling crate needs `tokio` (with `macros` and `rt-multi-thread`) as a
+//! dependency.
 //!
 //! The checks are plain `pub async fn`s (in submodules, re-exported here), so the macro
 //! stays a list of names. The semantic compile checks drive the store with
@@ -24,15 +25,12 @@ pub const SPACE: &str = "project-a";
 pub const OTHER_SPACE: &str = "project-b";
 
 /// What a conformance factory yields: a fresh store, plus whatever must outlive the test.
-pub trait StoreFixture: Send + 'static {
+pub trait StoreFixture: Send + Sync + 'static {
     /// The store under test.
     fn store(&self) -> Arc<dyn MemoryStore>;
-}
-
-impl StoreFixture for Arc<dyn MemoryStore> {
-    fn store(&self) -> Arc<dyn MemoryStore> {
-        Arc::clone(self)
-    }
+    /// A second store over the same data with the same options and nothing cached, as
+    /// after a restart.
+    fn reopen(&self) -> Arc<dyn MemoryStore>;
 }
 
 /// Expands to one `#[tokio::test]` per conformance check, each calling `$factory.await`
@@ -64,6 +62,10 @@ macro_rules! memory_conformance_suite {
             compile_keeps_ambiguous_conflicts_pending,
             compiled_nodes_join_the_graph,
         );
+        $crate::memory_conformance_suite!(@fixture_checks $factory;
+            views_refresh_like_rebuilds,
+            concurrent_recalls_load_a_view_once,
+        );
     };
     (@checks $factory:expr; $($check:ident),+ $(,)?) => {
         $(
@@ -72,6 +74,15 @@ macro_rules! memory_conformance_suite {
                 let fixture = $factory.await;
                 let store = $crate::conformance::StoreFixture::store(&fixture);
                 $crate::conformance::$check(store).await;
+            }
+        )+
+    };
+    (@fixture_checks $factory:expr; $($check:ident),+ $(,)?) => {
+        $(
+            #[::tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $check() {
+                let fixture = $factory.await;
+                $crate::conformance::$check(&fixture).await;
             }
         )+
     };
@@ -140,8 +151,10 @@ mod conflicts;
 mod ledger;
 mod recall;
 mod semantic;
+mod views;
 
 pub use conflicts::*;
 pub use ledger::*;
 pub use recall::*;
 pub use semantic::*;
+pub use views::*;

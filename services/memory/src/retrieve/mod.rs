@@ -13,6 +13,7 @@ mod organize;
 mod rerank;
 mod select;
 pub mod snapshot;
+pub mod view;
 
 use std::collections::HashMap;
 
