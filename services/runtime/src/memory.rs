@@ -5,8 +5,8 @@
 //!   (text) and `tool.completed` event of a session's main stream becomes evidence after
 //!   its journal append, in the session's project space ([`project_space`]), with source
 //!   id `<session_id>:<seq>` (idempotent), written in batches by the runtime's one
-//!   [`writer::EvidenceWriter`] (a journal append never waits for it; readers flush it
-//!   first). Failures are logged, never fail a run.
+//!   [`writer::EvidenceWriter`] (a journal append never waits for it; a run's end and
+//!   every reader flush it first). Failures are logged, never fail a run.
 //! - **Tools**: `memory_search {query}` (recall in the project space) and
 //!   `memory_remember {text}` (a `user-note` evidence row, source id
 //!   `<session_id>:note:<uuid>`), run by the runtime itself; read-only for permissions and
@@ -473,17 +473,10 @@ pub(crate) fn after_run(ctx: &RunContext) {
         return;
     }
     match CompileModel::from_settings(&ctx.settings) {
+        // The run flushed its evidence before its end was journaled.
         Ok(model) => {
-            // The compile reads the ledger: the run's last turns first.
-            let sink = sink.clone();
-            tokio::spawn(async move {
-                sink.writer.flush().await;
-                sink.compiler.schedule(
-                    Arc::clone(&sink.store),
-                    sink.space.clone(),
-                    Arc::new(model),
-                );
-            });
+            sink.compiler
+                .schedule(Arc::clone(&sink.store), sink.space.clone(), Arc::new(model))
         }
         Err(err) => {
             tracing::warn!(session_id = %ctx.session.id(), error = %err, "memory compile skipped: no model")

@@ -242,6 +242,11 @@ pub(crate) async fn execute(mut ctx: RunContext) -> Option<RunContext> {
                 reason,
             },
         };
+        // The run's evidence is in the memory ledger before its end is journaled: whoever
+        // sees the run end can recall (and compile) all of it.
+        if let Some(sink) = ctx.session.memory() {
+            sink.writer.flush().await;
+        }
         // The goal's verdict first: whoever sees the run end knows the goal's state.
         let mut events: Vec<Event> = goal_event.into_iter().collect();
         events.push(event);
