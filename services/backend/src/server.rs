@@ -10,6 +10,7 @@ use axum::extract::{State, WebSocketUpgrade};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use axum::serve::ListenerExt as _;
 use axum::{Json, Router};
 use lumina_protocol::{ErrorCode, ErrorObject, WS_PATH};
 use tokio::net::TcpListener;
@@ -42,9 +43,17 @@ pub fn router(state: Arc<AppState>) -> Router {
     }
 }
 
-/// Serves until `shutdown` is cancelled, then lets open connections close.
+/// Serves until `shutdown` is cancelled, then lets open connections close. Accepted
+/// sockets send at once (`TCP_NODELAY`): an SSE event or a WebSocket frame is a small
+/// write, and Nagle's algorithm would hold it back until the peer's (delayed, up to 40 ms)
+/// ACK of the previous one.
 pub async fn serve(listener: TcpListener, state: Arc<AppState>) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();
+    let listener = listener.tap_io(|tcp| {
+        if let Err(err) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %err, "TCP_NODELAY not set on an accepted connection");
+        }
+    });
     axum::serve(listener, router(state))
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
