@@ -80,21 +80,16 @@ async fn vectors(
     (after, until): (u64, u64),
 ) -> Result<Vec<VectorRow>> {
     let range = [to_int(after, "event id")?, to_int(until, "event id")?];
-    let rows = c
-        .query(
-            "SELECT event_id, embedding::text, tokens FROM memory_vectors \
+    let rows = in_range(
+        c,
+        "SELECT event_id, embedding::text, tokens FROM memory_vectors \
              WHERE tenant = $1 AND generation = $2 AND space = $3 \
              AND event_id > $4 AND event_id <= $5 ORDER BY event_id",
-            &[
-                &tenant,
-                &to_int(generation, "generation")?,
-                &space,
-                &range[0],
-                &range[1],
-            ],
-        )
-        .await
-        .pg("load vectors")?;
+        (tenant, generation, space),
+        range,
+        "load vectors",
+    )
+    .await?;
     let mut windows = event_windows(c, tenant, generation, space, range).await?;
     let mut sparse = sparse_postings(c, tenant, generation, space, range).await?;
     rows.iter()
@@ -126,21 +121,16 @@ async fn sparse_postings(
     space: &str,
     range: [i64; 2],
 ) -> Result<HashMap<u64, Vec<(u32, f32)>>> {
-    let rows = c
-        .query(
-            "SELECT event_id, term, weight FROM memory_sparse_postings \
+    let rows = in_range(
+        c,
+        "SELECT event_id, term, weight FROM memory_sparse_postings \
              WHERE tenant = $1 AND generation = $2 AND space = $3 \
              AND event_id > $4 AND event_id <= $5 ORDER BY event_id, term",
-            &[
-                &tenant,
-                &to_int(generation, "generation")?,
-                &space,
-                &range[0],
-                &range[1],
-            ],
-        )
-        .await
-        .pg("load sparse postings")?;
+        (tenant, generation, space),
+        range,
+        "load sparse postings",
+    )
+    .await?;
     let mut out: HashMap<u64, Vec<(u32, f32)>> = HashMap::new();
     for r in rows {
         let event_id = from_int(r.try_get(0).pg("sparse posting row")?, "event id")?;
@@ -163,22 +153,18 @@ async fn edges(
     space: &str,
     (after, until): (u64, u64),
 ) -> Result<Vec<(u64, String, i64)>> {
-    let rows = c
-        .query(
-            "SELECT event_id, node, kind FROM memory_edges \
-             WHERE tenant = $1 AND generation = $2 AND space = $3 \
-             AND event_id > $4 AND event_id <= $5 \
-             ORDER BY event_id, node COLLATE \"C\", kind",
-            &[
-                &tenant,
-                &to_int(generation, "generation")?,
-                &space,
-                &to_int(after, "event id")?,
-                &to_int(until, "event id")?,
-            ],
-        )
-        .await
-        .pg("load edges")?;
+    let range = [to_int(after, "event id")?, to_int(until, "event id")?];
+    let rows = in_range(
+        c,
+        "SELECT event_id, node, kind FROM memory_edges \
+         WHERE tenant = $1 AND generation = $2 AND space = $3 \
+         AND event_id > $4 AND event_id <= $5 \
+         ORDER BY event_id, node COLLATE \"C\", kind",
+        (tenant, generation, space),
+        range,
+        "load edges",
+    )
+    .await?;
     rows.iter()
         .map(|r| {
             let kind: i16 = r.try_get(2).pg("edge row")?;
@@ -200,21 +186,16 @@ async fn event_windows(
     space: &str,
     range: [i64; 2],
 ) -> Result<HashMap<u64, Vec<Vec<f32>>>> {
-    let rows = c
-        .query(
-            "SELECT event_id, embedding::text FROM memory_event_windows \
+    let rows = in_range(
+        c,
+        "SELECT event_id, embedding::text FROM memory_event_windows \
              WHERE tenant = $1 AND generation = $2 AND space = $3 \
              AND event_id > $4 AND event_id <= $5 ORDER BY event_id, span",
-            &[
-                &tenant,
-                &to_int(generation, "generation")?,
-                &space,
-                &range[0],
-                &range[1],
-            ],
-        )
-        .await
-        .pg("load event windows")?;
+        (tenant, generation, space),
+        range,
+        "load event windows",
+    )
+    .await?;
     let mut out: HashMap<u64, Vec<Vec<f32>>> = HashMap::new();
     for r in rows {
         let event_id = from_int(r.try_get(0).pg("event window row")?, "event id")?;
@@ -222,4 +203,27 @@ async fn event_windows(
         out.entry(event_id).or_default().push(parse_vector(&text)?);
     }
     Ok(out)
+}
+
+/// The rows of `sql`, whose parameters are `$1` tenant, `$2` generation, `$3` space and the
+/// event-id range `$4 < event_id <= $5`.
+async fn in_range(
+    c: &impl GenericClient,
+    sql: &str,
+    (tenant, generation, space): (&str, u64, &str),
+    range: [i64; 2],
+    what: &str,
+) -> Result<Vec<tokio_postgres::Row>> {
+    c.query(
+        sql,
+        &[
+            &tenant,
+            &to_int(generation, "generation")?,
+            &space,
+            &range[0],
+            &range[1],
+        ],
+    )
+    .await
+    .pg(what)
 }
