@@ -18,7 +18,9 @@
 //!
 //! Every scenario is bounded in count and time, stops by itself and refuses non-loopback
 //! targets unless told otherwise ([`TargetOptions::allow_remote`]). The result is a
-//! [`Report`] (JSON) that [`Report::write`] also renders as HTML with SVG plots.
+//! [`Report`] (JSON) that [`Report::write`] also renders as HTML with SVG plots; the reports
+//! of several generator processes that drove one cluster together merge into one
+//! ([`Report::merge`], exact percentiles from the recorded histograms).
 //!
 //! The library entry point is [`run`]; the binary is a thin command line over it.
 

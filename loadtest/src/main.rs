@@ -121,6 +121,10 @@ enum Command {
         /// A second client per session (next URL) for the fan-out lag: true or false.
         #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
         observers: bool,
+        /// Unix time (seconds) at which the submits begin once the sessions are open, so
+        /// several generator processes drive one cluster together (see `merge`).
+        #[arg(long)]
+        start_at: Option<f64>,
     },
     /// Raise the total submit rate step by step until p99 submit→first event passes a threshold.
     Ramp {
@@ -225,6 +229,14 @@ enum Command {
         #[arg(long, default_value_t = 21600.0)]
         max_duration: f64,
     },
+    /// One report from the report.json files of several generator processes that drove one
+    /// cluster side by side (steady or reconnect-storm), written to --out: one process holds
+    /// only as many connections as its open-file limit allows.
+    Merge {
+        /// The report.json files (or the directories holding them).
+        #[arg(required = true)]
+        reports: Vec<PathBuf>,
+    },
 }
 
 fn config(cli: Cli) -> Result<(Config, PathBuf), lumina_loadtest::Error> {
@@ -246,12 +258,14 @@ fn config(cli: Cli) -> Result<(Config, PathBuf), lumina_loadtest::Error> {
             duration,
             max_in_flight,
             observers,
+            start_at,
         } => Scenario::Steady(SteadyOptions {
             sessions,
             rate_per_session: rate,
             duration_secs: duration,
             max_in_flight,
             observers,
+            start_at_unix_secs: start_at,
         }),
         Command::Ramp {
             sessions,
@@ -332,6 +346,11 @@ fn config(cli: Cli) -> Result<(Config, PathBuf), lumina_loadtest::Error> {
             ready_timeout_secs: ready_timeout,
             max_duration_secs: max_duration,
         }),
+        Command::Merge { .. } => {
+            return Err(lumina_loadtest::Error::Input(
+                "merge runs no scenario".into(),
+            ))
+        }
     };
     let auth = AuthOptions {
         token: g.token.filter(|t| !t.is_empty()).map(Secret::new),
@@ -371,10 +390,38 @@ fn config(cli: Cli) -> Result<(Config, PathBuf), lumina_loadtest::Error> {
 
 async fn run(config: Config, out: PathBuf) -> anyhow::Result<bool> {
     let report = lumina_loadtest::run(&config).await?;
-    let (json, html) = report.write(&out)?;
+    show(&report, &out)
+}
+
+/// Writes `report` to `out` and prints its summary; whether it passed.
+fn show(report: &lumina_loadtest::Report, out: &std::path::Path) -> anyhow::Result<bool> {
+    let (json, html) = report.write(out)?;
     print!("{}", report.text_summary());
     println!("report: {} and {}", json.display(), html.display());
     Ok(report.ok)
+}
+
+/// The reports named on the command line (a directory stands for its report.json).
+fn read_reports(paths: &[PathBuf]) -> Result<Vec<lumina_loadtest::Report>, lumina_loadtest::Error> {
+    paths
+        .iter()
+        .map(|path| {
+            let file = if path.is_dir() {
+                path.join("report.json")
+            } else {
+                path.clone()
+            };
+            let text = std::fs::read_to_string(&file).map_err(|e| {
+                lumina_loadtest::Error::Input(format!("cannot read {}: {e}", file.display()))
+            })?;
+            serde_json::from_str(&text).map_err(|e| {
+                lumina_loadtest::Error::Input(format!(
+                    "{} is not a lumina-loadtest report: {e}",
+                    file.display()
+                ))
+            })
+        })
+        .collect()
 }
 
 fn main() -> ExitCode {
@@ -386,6 +433,10 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let outcome = (|| -> anyhow::Result<bool> {
+        if let Command::Merge { reports } = &cli.scenario {
+            let merged = lumina_loadtest::Report::merge(&read_reports(reports)?)?;
+            return show(&merged, &cli.global.out);
+        }
         let (config, out) = config(cli)?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .enable_all()

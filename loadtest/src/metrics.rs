@@ -68,17 +68,20 @@ fn ms(micros: u64) -> f64 {
 
 impl Metrics {
     pub fn record(&mut self, metric: &str, value: Duration) {
+        if let Some(histogram) = self.histogram(metric) {
+            histogram.saturating_record(micros(value).min(MAX_MICROS));
+        }
+    }
+
+    /// The histogram of `metric`, created empty if missing.
+    fn histogram(&mut self, metric: &str) -> Option<&mut Histogram<u64>> {
         if !self.histograms.contains_key(metric) {
             // The bounds are constants that HdrHistogram accepts; if it ever did not, the
             // metric is simply absent from the report.
-            let Ok(histogram) = Histogram::new_with_bounds(1, MAX_MICROS, 3) else {
-                return;
-            };
+            let histogram = Histogram::new_with_bounds(1, MAX_MICROS, 3).ok()?;
             self.histograms.insert(metric.to_string(), histogram);
         }
-        if let Some(histogram) = self.histograms.get_mut(metric) {
-            histogram.saturating_record(micros(value).min(MAX_MICROS));
-        }
+        self.histograms.get_mut(metric)
     }
 
     pub fn error(&mut self, kind: &str) {
@@ -130,6 +133,53 @@ impl Metrics {
 
     pub fn violation_count(&self) -> u64 {
         self.violation_count
+    }
+
+    /// Every recorded value of every histogram as `[microseconds, count]`, ascending: what
+    /// [`Metrics::with_recorded`] reads back, so reports of several generator processes
+    /// merge exactly.
+    pub fn recorded(&self) -> BTreeMap<String, Vec<[u64; 2]>> {
+        self.histograms
+            .iter()
+            .map(|(name, h)| {
+                let values = h
+                    .iter_recorded()
+                    .map(|v| [v.value_iterated_to(), v.count_at_value()])
+                    .collect();
+                (name.clone(), values)
+            })
+            .collect()
+    }
+
+    /// Metrics holding what a report recorded: its histograms, errors, counters and
+    /// violations.
+    pub fn with_recorded(
+        recorded: &BTreeMap<String, Vec<[u64; 2]>>,
+        errors: &BTreeMap<String, u64>,
+        counters: &BTreeMap<String, u64>,
+        violations: &[String],
+        violation_count: u64,
+    ) -> Metrics {
+        let mut metrics = Metrics {
+            errors: errors.clone(),
+            counters: counters.clone(),
+            violations: violations
+                .iter()
+                .take(MAX_VIOLATIONS_KEPT)
+                .cloned()
+                .collect(),
+            violation_count,
+            ..Metrics::default()
+        };
+        for (name, values) in recorded {
+            if let Some(histogram) = metrics.histogram(name) {
+                for &[micros, count] in values {
+                    // In bounds by construction; a hand-edited one is clamped into them.
+                    let _ = histogram.record_n(micros.clamp(1, MAX_MICROS), count);
+                }
+            }
+        }
+        metrics
     }
 
     /// Adds everything of `other` (ramp steps into the scenario total).

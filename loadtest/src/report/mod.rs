@@ -3,6 +3,7 @@
 
 mod chaos_html;
 pub mod html;
+mod merge;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -29,6 +30,10 @@ pub struct Report {
     pub ok: bool,
     /// Latency metrics by name (see `crate::metrics` for the names).
     pub metrics: BTreeMap<String, Summary>,
+    /// Every recorded latency by metric, `[microseconds, count]`: what `merge` adds up when
+    /// several generator processes drove one cluster.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub recorded: BTreeMap<String, Vec<[u64; 2]>>,
     /// Errors by kind (`connect:timeout`, `submit:server:unavailable`, `run_failed:…`).
     pub errors: BTreeMap<String, u64>,
     pub counters: BTreeMap<String, u64>,
@@ -278,6 +283,7 @@ impl Report {
             parameters,
             ok: false,
             metrics: metrics.summaries(),
+            recorded: metrics.recorded(),
             errors: metrics.errors().clone(),
             counters: metrics.counters().clone(),
             violations: metrics.violations().to_vec(),

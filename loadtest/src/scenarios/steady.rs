@@ -14,7 +14,7 @@ use tokio::task::JoinSet;
 
 use super::{
     base_report, check_count, check_rate, check_secs, close_slots, open_slots, secs, verify_slots,
-    Ctx, Slot, MAX_SESSIONS,
+    Ctx, Slot, MAX_SECONDS, MAX_SESSIONS,
 };
 use crate::error::{Error, Result};
 use crate::metrics::{self, Metrics, Shared};
@@ -33,6 +33,10 @@ pub struct SteadyOptions {
     pub max_in_flight: usize,
     /// A second client per session (on the next URL) for the fan-out lag.
     pub observers: bool,
+    /// Unix time at which the submits begin once the sessions are open (several generator
+    /// processes driving one cluster together); none: at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_at_unix_secs: Option<f64>,
 }
 
 /// `ramp` options.
@@ -56,7 +60,31 @@ impl SteadyOptions {
         check_rate("--rate", self.rate_per_session)?;
         check_secs("--duration", self.duration_secs)?;
         check_count("--max-in-flight", self.max_in_flight, 1000)?;
+        if let Some(at) = self.start_at_unix_secs {
+            let now = unix_secs(SystemTime::now());
+            if !(at.is_finite() && at <= now + MAX_SECONDS) {
+                return Err(Error::Input(format!(
+                    "--start-at must be a Unix time within {MAX_SECONDS} s from now"
+                )));
+            }
+        }
         Ok(())
+    }
+}
+
+fn unix_secs(t: SystemTime) -> f64 {
+    t.duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+/// Sleeps until `at` (Unix seconds). If `at` has passed (the sessions took longer to open
+/// than the processes were given), starts at once and counts how late as `start_late_ms`.
+async fn start_at(at: f64, metrics: &Shared) {
+    let wait = at - unix_secs(SystemTime::now());
+    if wait > 0.0 {
+        tokio::time::sleep(Duration::from_secs_f64(wait)).await;
+    } else {
+        metrics.count("start_late_ms", (-wait * 1000.0) as u64);
     }
 }
 
@@ -194,6 +222,9 @@ pub(crate) async fn steady(
     o.validate()?;
     ctx.preflight().await?;
     let slots = open_slots(ctx, o.sessions, o.observers).await?;
+    if let Some(at) = o.start_at_unix_secs {
+        start_at(at, &ctx.metrics).await;
+    }
     drive(
         ctx,
         &slots,

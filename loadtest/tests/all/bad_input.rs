@@ -100,3 +100,30 @@ fn nothing_listening_is_a_target_error() {
     );
     assert!(!stderr.contains("Bearer x"), "{stderr}");
 }
+
+#[test]
+fn merge_and_start_at_refuse_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.json");
+    std::fs::write(&junk, r#"{"not": "a report"}"#).unwrap();
+    let (code, stderr) = run(&["merge", "/nonexistent/report.json"]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("/nonexistent/report.json"), "{stderr}");
+    let (code, stderr) = run(&["merge", junk.to_str().unwrap()]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(
+        stderr.contains("is not a lumina-loadtest report"),
+        "{stderr}"
+    );
+    let (code, stderr) = run(&["merge"]);
+    assert_eq!(code, 2, "{stderr}");
+    let (code, stderr) = run(&[
+        "--url",
+        "ws://127.0.0.1:9/v1/ws",
+        "steady",
+        "--start-at",
+        "1e300",
+    ]);
+    assert_eq!(code, 2, "{stderr}");
+    assert!(stderr.contains("--start-at"), "{stderr}");
+}

@@ -181,6 +181,7 @@ async fn failover_trials_against_a_real_cluster() {
             duration_secs: 2.0,
             max_in_flight: 4,
             observers: true,
+            start_at_unix_secs: None,
         }),
         progress: false,
     })

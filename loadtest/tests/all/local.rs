@@ -3,6 +3,8 @@
 //! about correctness only — no errors, nothing lost or applied twice, the report's shape —
 //! never about timing.
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use crate::support::LocalBackend;
 use lumina_loadtest::{ReconnectOptions, Report, Scenario, SteadyOptions};
 
@@ -70,24 +72,38 @@ fn assert_written(report: &Report, metrics: &[&str]) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn steady_against_a_local_backend_loses_nothing() {
     let backend = LocalBackend::start(0).await;
-    let config = backend.config(Scenario::Steady(SteadyOptions {
-        sessions: 5,
-        rate_per_session: 2.0,
-        duration_secs: 3.0,
-        max_in_flight: 4,
-        observers: true,
-    }));
-    let report = lumina_loadtest::run(&config).await.unwrap();
-    eprintln!("{}", report.text_summary());
-    assert_eq!(report.scenario, "steady");
-    assert_clean(&report);
-    let v = report.verification.as_ref().unwrap();
+    // Two generators drive the backend together from a common start (as several
+    // processes do when one cannot hold every connection), and `merge` makes one report.
+    let start = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64()
+        + 2.0;
+    let steady = |sessions| {
+        backend.config(Scenario::Steady(SteadyOptions {
+            sessions,
+            rate_per_session: 2.0,
+            duration_secs: 3.0,
+            max_in_flight: 4,
+            observers: true,
+            start_at_unix_secs: Some(start),
+        }))
+    };
+    let (first, second) = (steady(5), steady(3));
+    let (first, second) = tokio::join!(lumina_loadtest::run(&first), lumina_loadtest::run(&second));
+    let (first, second) = (first.unwrap(), second.unwrap());
+    eprintln!("{}{}", first.text_summary(), second.text_summary());
+    for report in [&first, &second] {
+        assert_eq!(report.scenario, "steady");
+        assert_clean(report);
+        assert_eq!(report.target.auth, "local endpoint file");
+    }
+    let v = first.verification.as_ref().unwrap();
     assert_eq!(v.sessions, 5);
     // Every session has its primary and an observer.
     assert_eq!(v.clients, 10);
-    assert_eq!(report.target.auth, "local endpoint file");
     assert_written(
-        &report,
+        &first,
         &[
             "connect",
             "hello",
@@ -97,6 +113,48 @@ async fn steady_against_a_local_backend_loses_nothing() {
             "fanout_lag",
         ],
     );
+
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b, merged) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("m"),
+    );
+    first.write(&a).unwrap();
+    second.write(&b).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lumina-loadtest"))
+        .arg("merge")
+        .arg(&a)
+        .arg(b.join("report.json"))
+        .arg("--out")
+        .arg(&merged)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = std::fs::read_to_string(merged.join("report.json")).unwrap();
+    let merged: Report = serde_json::from_str(&text).unwrap();
+    assert_clean(&merged);
+    let v = merged.verification.as_ref().unwrap();
+    assert_eq!(v.sessions, 8);
+    assert_eq!(v.clients, 16);
+    for metric in ["submit_first_event", "submit_completion", "fanout_lag"] {
+        assert_eq!(
+            merged.metrics[metric].count,
+            first.metrics[metric].count + second.metrics[metric].count,
+            "{metric}"
+        );
+    }
+    assert_eq!(
+        merged.counters["submits"],
+        first.counters["submits"] + second.counters["submits"]
+    );
+    assert!(std::fs::read_to_string(dir.path().join("m/report.html"))
+        .unwrap()
+        .contains("<svg"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -79,6 +79,9 @@ impl JournalStore for MeteredStore {
     async fn head(&self, session: &SessionKey) -> Result<u64> {
         self.inner.head(session).await
     }
+    async fn heads(&self, tenant: &str, session_ids: &[String]) -> Result<Vec<(String, u64)>> {
+        self.inner.heads(tenant, session_ids).await
+    }
     async fn command_result(&self, session: &SessionKey, key: &str) -> Result<Option<Value>> {
         self.inner.command_result(session, key).await
     }

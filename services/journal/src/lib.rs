@@ -79,6 +79,22 @@ pub trait JournalStore: Send + Sync + 'static {
     /// The last global seq (0 for an empty journal).
     async fn head(&self, session: &SessionKey) -> Result<u64>;
 
+    /// The last global seq of each listed session of `tenant`, in the order given; a session
+    /// that does not exist in this tenant is left out. PostgreSQL answers in one statement,
+    /// so a gateway checks thousands of subscriptions with one query instead of one each;
+    /// this default asks [`JournalStore::head`] once per session.
+    async fn heads(&self, tenant: &str, session_ids: &[String]) -> Result<Vec<(String, u64)>> {
+        let mut heads = Vec::with_capacity(session_ids.len());
+        for id in session_ids {
+            match self.head(&SessionKey::new(tenant, id)).await {
+                Ok(seq) => heads.push((id.clone(), seq)),
+                Err(Error::NotFound(_)) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(heads)
+    }
+
     /// The recorded result of an idempotent command, if any.
     async fn command_result(
         &self,

@@ -17,6 +17,7 @@
 
 pub mod config;
 pub mod gateway;
+pub mod heads;
 pub mod hot;
 pub mod node;
 pub mod profile;
@@ -242,6 +243,12 @@ pub async fn start(options: ClusterOptions) -> anyhow::Result<Started> {
             sweep_node.sweep_dead_instances().await;
         }
     }));
+    // Subscriptions whose journal moved without a hint catch up.
+    tasks.push(tokio::spawn(node.heads.clone().run(
+        node.store.clone(),
+        heads::PERIOD,
+        shutdown.clone(),
+    )));
     // Requests forwarded by other instances.
     let rpc_node = node.clone();
     let handler = move |request: lumina_cluster::RpcRequest| {

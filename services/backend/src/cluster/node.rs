@@ -75,6 +75,8 @@ pub struct Node {
     /// one first saw them free.
     deferred: Mutex<HashMap<String, tokio::time::Instant>>,
     pub(super) relay: Relay,
+    /// The cluster subscriptions served here, whose journals one task checks every second.
+    pub(super) heads: Arc<super::heads::HeadWatch>,
     /// Member tasks of other owners' teams running here (`team_distributed`).
     pub(super) member_jobs: super::team::MemberJobs,
     this: Weak<Node>,
@@ -125,6 +127,7 @@ impl Node {
             acquire_lock: tokio::sync::Mutex::new(()),
             deferred: Mutex::new(HashMap::new()),
             relay,
+            heads: super::heads::HeadWatch::new(),
             member_jobs: Default::default(),
             this: this.clone(),
         })

@@ -1,9 +1,9 @@
 //! A cluster subscription: every durable event after `after_seq`, exactly once and in order,
 //! from PostgreSQL; Redis hints only make it prompt. A hint whose seq is not the next one,
-//! a resync signal, or a quiet second all lead to a read from the journal.
+//! a resync signal, or the instance's once-a-second head check ([`super::heads`]) finding
+//! the journal past what was delivered all lead to a read from the journal.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use lumina_cluster::HintEvent;
@@ -15,9 +15,6 @@ use tokio::sync::mpsc;
 
 use super::gateway::cluster_error;
 use super::node::{session_key, Node};
-
-/// How often the journal is polled when no hint arrives (hints may be lost).
-const POLL: Duration = Duration::from_secs(1);
 
 pub async fn start(
     node: Arc<Node>,
@@ -31,15 +28,17 @@ pub async fn start(
         .await
         .map_err(cluster_error)?;
     let (tx, rx) = mpsc::channel(256);
+    let watching = node.heads.watch(key.clone(), after_seq);
     tokio::spawn(async move {
         let mut last = after_seq;
         if catch_up(&node, &key, &tx, &mut last).await.is_err() {
             return;
         }
         loop {
+            watching.delivered(last);
             let item = tokio::select! {
                 item = hints.next() => item,
-                _ = tokio::time::sleep(POLL) => Some(HintEvent::Resync),
+                _ = watching.behind() => Some(HintEvent::Resync),
                 _ = tx.closed() => return,
             };
             let sent = match item {

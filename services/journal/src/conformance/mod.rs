@@ -58,6 +58,7 @@ macro_rules! journal_conformance_suite {
             large_payloads,
             consumer_offsets,
             summary_in_list,
+            heads_of_many_sessions,
             archive,
             tenant_isolation,
             concurrent_appends,

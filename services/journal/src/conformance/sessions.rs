@@ -5,8 +5,8 @@ use std::sync::Arc;
 use pretty_assertions::assert_eq;
 use serde_json::json;
 
-use super::{assert_error, create, key, numbered, read_all, record, OTHER_TENANT, TENANT};
-use crate::{now_ms, AppendBatch, Error, JournalStore, SessionKey, SessionRecord};
+use super::{assert_error, batch, create, key, numbered, read_all, record, OTHER_TENANT, TENANT};
+use crate::{now_ms, AppendBatch, Error, ExpectedVersion, JournalStore, SessionKey, SessionRecord};
 
 /// Create, get, list (newest first), duplicate create, unknown id.
 pub async fn create_get_list(store: Arc<dyn JournalStore>) {
@@ -197,4 +197,35 @@ pub async fn unknown_session(store: Arc<dyn JournalStore>) {
     assert_error(store.fence(&k).await, not_found());
     // Probing did not create it.
     assert_eq!(store.list_sessions(TENANT, true).await.unwrap().len(), 1);
+}
+
+/// `heads`: every listed session of the tenant with its head, in the order asked; unknown
+/// ids and another tenant's sessions left out.
+pub async fn heads_of_many_sessions(store: Arc<dyn JournalStore>) {
+    let s1 = create(&*store, "s1").await;
+    create(&*store, "s2").await;
+    store
+        .append(
+            &s1,
+            1,
+            batch("main", ExpectedVersion::Any, numbered("note", 3)),
+        )
+        .await
+        .unwrap();
+    let ids = |ids: &[&str]| ids.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        store
+            .heads(TENANT, &ids(&["s2", "missing", "s1"]))
+            .await
+            .unwrap(),
+        vec![("s2".to_string(), 0), ("s1".to_string(), 3)]
+    );
+    assert_eq!(store.heads(TENANT, &[]).await.unwrap(), vec![]);
+    assert_eq!(
+        store
+            .heads(OTHER_TENANT, &ids(&["s1", "s2"]))
+            .await
+            .unwrap(),
+        vec![]
+    );
 }

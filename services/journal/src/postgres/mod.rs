@@ -310,6 +310,13 @@ impl JournalStore for PgJournal {
         .await
     }
 
+    async fn heads(&self, tenant: &str, session_ids: &[String]) -> Result<Vec<(String, u64)>> {
+        self.run("read heads", |c| async move {
+            read::heads(&c, tenant, session_ids).await
+        })
+        .await
+    }
+
     async fn command_result(
         &self,
         session: &SessionKey,

@@ -175,6 +175,33 @@ pub(super) async fn head(client: &Client, session: &SessionKey) -> Result<u64> {
     from_sql_int(row.try_get(0).pg("read head")?, "seq")
 }
 
+/// See [`crate::JournalStore::heads`].
+pub(super) async fn heads(
+    client: &Client,
+    tenant: &str,
+    session_ids: &[String],
+) -> Result<Vec<(String, u64)>> {
+    let stmt = client
+        .prepare_cached(
+            "SELECT s.session_id, s.head_seq
+               FROM unnest($2::text[]) WITH ORDINALITY AS wanted(id, position)
+               JOIN sessions s ON s.tenant = $1 AND s.session_id = wanted.id
+              ORDER BY wanted.position",
+        )
+        .await
+        .pg("read heads")?;
+    let rows = client
+        .query(&stmt, &[&tenant, &session_ids])
+        .await
+        .pg("read heads")?;
+    rows.iter()
+        .map(|row| {
+            let id: String = row.try_get(0).pg("read heads")?;
+            Ok((id, from_sql_int(row.try_get(1).pg("read heads")?, "seq")?))
+        })
+        .collect()
+}
+
 /// See [`crate::JournalStore::fence`].
 pub(super) async fn fence(client: &Client, session: &SessionKey) -> Result<u64> {
     let stmt = client

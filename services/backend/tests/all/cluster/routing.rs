@@ -7,7 +7,7 @@ use pretty_assertions::assert_eq;
 use serde_json::json;
 
 use super::support::*;
-use crate::support::{assert_contiguous, events, submit, until_run_end};
+use crate::support::{assert_contiguous, events, next_event, submit, until_run_end};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_gateway_drives_a_session_owned_by_another_instance() {
@@ -117,5 +117,55 @@ async fn a_gateway_drives_a_session_owned_by_another_instance() {
         exported,
         documented.len(),
         "undocumented metrics in:\n{metrics}"
+    );
+}
+
+/// Hints are best effort: an event committed without one (here written to PostgreSQL by
+/// another writer with the owner's fence, so the owner's relay never sees it) still reaches
+/// a client subscribed through a gateway, by that instance's once-a-second head check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_event_committed_without_a_hint_reaches_a_gateway_subscriber() {
+    use lumina_journal::{AppendBatch, ExpectedVersion, JournalStore, NewEvent, SessionKey};
+
+    let cluster = Cluster::start(2, Vec::new()).await;
+    let token = cluster.user_token();
+    let (owner, _owner_notes) = cluster.client(1, &token).await;
+    let (gateway, mut notes) = cluster.client(0, &token).await;
+    let session = owner
+        .session_create(&SessionCreateParams {
+            project_root: Some(cluster.project.display().to_string()),
+            title: Some("no hint".into()),
+        })
+        .await
+        .unwrap();
+    assert_eq!(gateway.session_info(&session.id).await.unwrap().owner, "i1");
+    let resumed = gateway.session_resume(&session.id, 0).await.unwrap();
+
+    let fence = *cluster.fences(&session.id).last().unwrap();
+    let journal = lumina_journal::postgres::PgJournal::connect(&cluster.db_url, 1).unwrap();
+    let key = SessionKey::new(TENANT, &session.id);
+    let stored = journal
+        .append(
+            &key,
+            fence,
+            AppendBatch {
+                stream: "main".into(),
+                expected: ExpectedVersion::Any,
+                events: vec![NewEvent {
+                    kind: "run.interrupted".into(),
+                    payload: json!({"run_id": "written-behind-the-owner", "reason": "test"}),
+                }],
+                command: None,
+                audit: Vec::new(),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(stored[0].seq > resumed.head_seq);
+
+    let frame = next_event(&mut notes, "run.interrupted").await;
+    assert_eq!(frame.seq, stored[0].seq);
+    assert!(
+        matches!(&frame.event, Event::RunInterrupted { run_id, .. } if run_id == "written-behind-the-owner")
     );
 }
