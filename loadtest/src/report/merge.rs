@@ -202,7 +202,7 @@ mod tests {
         assert_eq!(merged.target.instances, vec!["i1".to_string()]);
         assert!(merged.ok);
         // What merge writes merges again the same way.
-        let again = Report::merge(&[merged.clone()]).expect("merged again");
+        let again = Report::merge(std::slice::from_ref(&merged)).expect("merged again");
         assert_eq!(again.metrics, merged.metrics);
     }
 

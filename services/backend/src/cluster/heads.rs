@@ -92,7 +92,8 @@ impl HeadWatch {
     }
 
     /// Subscriptions watched now.
-    pub fn len(&self) -> usize {
+    #[cfg(test)]
+    fn watched(&self) -> usize {
         self.lock().len()
     }
 
@@ -247,11 +248,11 @@ mod tests {
         let watch = HeadWatch::new();
         let first = watch.watch(SessionKey::new("t", "a"), 0);
         let second = watch.watch(SessionKey::new("t", "a"), 0);
-        assert_eq!(watch.len(), 2);
+        assert_eq!(watch.watched(), 2);
         drop(first);
-        assert_eq!(watch.len(), 1);
+        assert_eq!(watch.watched(), 1);
         drop(second);
-        assert_eq!(watch.len(), 0);
+        assert_eq!(watch.watched(), 0);
     }
 
     /// A batched read that fails wakes its subscriptions to read for themselves.
@@ -278,7 +279,7 @@ mod tests {
     async fn many_subscriptions_take_few_statements() {
         let watch = HeadWatch::new();
         let watching: Vec<Watching> = (0..2500)
-            .map(|i| watch.watch(SessionKey::new("t", &format!("s{i}")), 0))
+            .map(|i| watch.watch(SessionKey::new("t", format!("s{i}")), 0))
             .collect();
         let statements = AtomicU64::new(0);
         watch
