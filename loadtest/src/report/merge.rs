@@ -60,33 +60,18 @@ impl Report {
             .fold(None, |sum: Option<VerificationSummary>, v| {
                 Some(add(sum.unwrap_or_default(), v))
             });
-        let mut merged = Report {
-            tool: first.tool.clone(),
-            version: first.version.clone(),
-            scenario: first.scenario.clone(),
-            started_at_ms: started,
-            duration_ms: ended - started,
-            target: target(reports),
-            parameters: serde_json::json!({
+        let mut merged = Report::from_metrics(
+            &first.scenario,
+            serde_json::json!({
                 "merged": reports.iter().map(|r| r.parameters.clone()).collect::<Vec<_>>()
             }),
-            ok: false,
-            metrics: metrics.summaries(),
-            recorded: metrics.recorded(),
-            errors: metrics.errors().clone(),
-            counters: metrics.counters().clone(),
-            violations: metrics.violations().to_vec(),
-            violation_count: metrics.violation_count(),
-            verification,
-            idle: None,
-            storm: None,
-            ramp: None,
-            failover: None,
-            chaos: None,
-        };
-        merged.ok = reports.iter().all(|r| r.ok)
-            && merged.errors.is_empty()
-            && merged.violation_count == 0
+            target(reports),
+            (started, ended - started),
+            &metrics,
+        );
+        merged.verification = verification;
+        merged.ok = merged.ok
+            && reports.iter().all(|r| r.ok)
             && merged.verification.as_ref().is_none_or(|v| v.clean());
         Ok(merged)
     }

@@ -265,21 +265,41 @@ impl Report {
         started: (SystemTime, Instant),
         metrics: &Metrics,
     ) -> Report {
+        let target = TargetSummary {
+            urls: target.urls.clone(),
+            auth: target.auth_source.clone(),
+            instances: target
+                .instances
+                .as_ref()
+                .map(|i| i.instances.iter().map(|x| x.id.clone()).collect())
+                .unwrap_or_default(),
+        };
+        let duration_ms = u64::try_from(started.1.elapsed().as_millis()).unwrap_or(u64::MAX);
+        Report::from_metrics(
+            scenario,
+            parameters,
+            target,
+            (unix_ms(started.0), duration_ms),
+            metrics,
+        )
+    }
+
+    /// A report of `metrics` over `span` (`started_at_ms`, `duration_ms`), without
+    /// scenario details; `ok` when nothing was counted as an error or a violation.
+    fn from_metrics(
+        scenario: &str,
+        parameters: serde_json::Value,
+        target: TargetSummary,
+        span: (u64, u64),
+        metrics: &Metrics,
+    ) -> Report {
         let mut report = Report {
             tool: "lumina-loadtest".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             scenario: scenario.into(),
-            started_at_ms: unix_ms(started.0),
-            duration_ms: u64::try_from(started.1.elapsed().as_millis()).unwrap_or(u64::MAX),
-            target: TargetSummary {
-                urls: target.urls.clone(),
-                auth: target.auth_source.clone(),
-                instances: target
-                    .instances
-                    .as_ref()
-                    .map(|i| i.instances.iter().map(|x| x.id.clone()).collect())
-                    .unwrap_or_default(),
-            },
+            started_at_ms: span.0,
+            duration_ms: span.1,
+            target,
             parameters,
             ok: false,
             metrics: metrics.summaries(),
