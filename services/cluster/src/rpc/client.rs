@@ -131,6 +131,8 @@ impl RpcClient {
             .arg(method)
             .arg(field::PAYLOAD)
             .arg(payload)
+            .arg(field::TIMEOUT)
+            .arg(timeout.as_millis() as u64)
             .arg(field::DEADLINE)
             .arg(deadline_ms);
         if let Some(trace) = trace {

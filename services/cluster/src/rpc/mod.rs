@@ -9,16 +9,21 @@
 //! calling an instance that never served, shut down, or was cleaned up by
 //! [`recover_dead_instance`] fails at once instead of waiting for the timeout.
 //!
-//! Deadlines are wall-clock milliseconds since the Unix epoch because they cross processes;
-//! instance clocks are assumed NTP-synchronised (skew shifts deadlines by the same amount).
+//! A request carries its timeout, not a point in time: the server subtracts the time the
+//! request waited in the stream, measured on Redis's clock ([`clock`]), so instance clocks
+//! may disagree by any amount and no call is dropped or kept alive by a skewed clock. (The
+//! wall-clock `deadline` field is still written for servers of the previous release, and
+//! read from callers of it, during a rolling upgrade.)
 
 mod client;
+mod clock;
 mod server;
 
 use std::future::Future;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
+use tokio::time::Instant;
 use uuid::Uuid;
 
 pub use client::RpcClient;
@@ -41,8 +46,8 @@ pub struct RpcRequest {
     pub method: String,
     /// Arguments.
     pub payload: serde_json::Value,
-    /// When the caller stops waiting (Unix epoch milliseconds).
-    pub deadline_ms: u64,
+    /// When the caller stops waiting, on this process's monotonic clock.
+    pub deadline: Instant,
     /// W3C `traceparent` of the caller, carried opaquely.
     pub trace: Option<String>,
 }
@@ -50,12 +55,12 @@ pub struct RpcRequest {
 impl RpcRequest {
     /// Time left until the caller gives up (zero once the deadline has passed).
     pub fn remaining(&self) -> Duration {
-        Duration::from_millis(self.deadline_ms.saturating_sub(now_ms()))
+        self.deadline.saturating_duration_since(Instant::now())
     }
 
     /// Whether the caller has given up.
     pub fn is_expired(&self) -> bool {
-        now_ms() >= self.deadline_ms
+        Instant::now() >= self.deadline
     }
 }
 
@@ -154,7 +159,7 @@ pub async fn recover_dead_instance(redis: &Redis, dead_id: &str) -> Result<u64> 
     Ok(queued)
 }
 
-/// Wall-clock milliseconds since the Unix epoch.
+/// Wall-clock milliseconds since the Unix epoch (only for the previous release's `deadline`).
 pub(crate) fn now_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -167,7 +172,10 @@ mod field {
     pub const FROM: &str = "from";
     pub const METHOD: &str = "method";
     pub const PAYLOAD: &str = "payload";
+    /// Wall-clock deadline, Unix epoch milliseconds (the previous release's only field).
     pub const DEADLINE: &str = "deadline";
+    /// Milliseconds the caller waits, counted from the entry's id on Redis's clock.
+    pub const TIMEOUT: &str = "timeout";
     pub const TRACE: &str = "trace";
     pub const OK: &str = "ok";
     pub const ERR: &str = "err";

@@ -3,7 +3,8 @@
 //!
 //! Entries are acknowledged and deleted only after the reply is written, so a crash leaves
 //! them pending; the next incarnation with the same instance id claims them (`XAUTOCLAIM`)
-//! and either serves them or, once their deadline has passed, drops them. A Redis restart
+//! and either serves them or, once their timeout has passed (on Redis's clock: see
+//! [`super::clock`]), drops them. A Redis restart
 //! loses the stream and its group; the server notices `NOGROUP` and recreates both.
 
 use std::collections::HashSet;
@@ -20,7 +21,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, instrument, warn, Instrument};
 use uuid::Uuid;
 
-use super::{field, HandlerError, RpcHandler, RpcOptions, RpcRequest, GROUP};
+use super::clock::RedisClock;
+use super::{field, now_ms, HandlerError, RpcHandler, RpcOptions, RpcRequest, GROUP};
 use crate::conn::Redis;
 use crate::error::{is_missing_group, ClusterError, Result};
 
@@ -52,6 +54,8 @@ struct Shared<H> {
     options: RpcOptions,
     /// Entry ids being handled right now; a claim sweep must not hand them out twice.
     in_flight: Mutex<HashSet<String>>,
+    /// Redis's clock, read on every claim sweep: how long a request waited.
+    clock: RedisClock,
 }
 
 impl<H: RpcHandler> RpcServer<H> {
@@ -87,6 +91,7 @@ impl<H: RpcHandler> RpcServer<H> {
             handler: self.handler,
             options: self.options,
             in_flight: Mutex::new(HashSet::new()),
+            clock: RedisClock::default(),
         });
         let me = self.instance_id;
         info!(instance_id = %me, "rpc server started");
@@ -110,6 +115,9 @@ impl<H: RpcHandler> RpcServer<H> {
             while tasks.try_join_next().is_some() {}
             if Instant::now() >= next_claim {
                 next_claim = Instant::now() + claim_every;
+                if let Err(err) = shared.clock.refresh(&shared.redis).await {
+                    debug!(instance_id = %me, error = %err, "reading the redis clock failed");
+                }
                 match claim_pending(&shared, &me).await {
                     Ok(entries) => spawn_all(&shared, &permits, &mut tasks, &me, entries),
                     Err(err) if is_missing_group(&err) => {
@@ -280,7 +288,7 @@ fn spawn_all<H: RpcHandler>(
 /// Handles one entry: skip it if expired or malformed, otherwise run the handler, write the
 /// reply and acknowledge, in one round trip.
 async fn serve<H: RpcHandler>(shared: &Shared<H>, me: &str, entry: StreamId) {
-    let request = match parse(&entry) {
+    let request = match parse(&entry, &shared.clock) {
         Ok(request) => request,
         Err(reason) => {
             warn!(instance_id = me, entry = %entry.id, reason, "dropping malformed rpc request");
@@ -300,17 +308,13 @@ async fn serve<H: RpcHandler>(shared: &Shared<H>, me: &str, entry: StreamId) {
         method = %request.method,
         id = %request.id
     );
-    let (id, from, deadline_ms) = (
-        request.id,
-        request.from_instance.clone(),
-        request.deadline_ms,
-    );
+    let (id, from, deadline) = (request.id, request.from_instance.clone(), request.deadline);
     let outcome = AssertUnwindSafe(shared.handler.handle(request))
         .catch_unwind()
         .instrument(span)
         .await
         .unwrap_or_else(|_| Err(HandlerError::from("rpc handler panicked")));
-    let reply = (super::now_ms() < deadline_ms).then_some((id, from.as_str(), outcome));
+    let reply = (Instant::now() < deadline).then_some((id, from.as_str(), outcome));
     finish(shared, me, &entry.id, reply).await;
 }
 
@@ -362,7 +366,7 @@ async fn finish<H>(
     }
 }
 
-fn parse(entry: &StreamId) -> std::result::Result<RpcRequest, &'static str> {
+fn parse(entry: &StreamId, clock: &RedisClock) -> std::result::Result<RpcRequest, &'static str> {
     let id = entry
         .get::<String>(field::ID)
         .and_then(|id| Uuid::parse_str(&id).ok())
@@ -373,15 +377,21 @@ fn parse(entry: &StreamId) -> std::result::Result<RpcRequest, &'static str> {
         .get::<String>(field::PAYLOAD)
         .and_then(|p| serde_json::from_str(&p).ok())
         .ok_or("missing or invalid payload")?;
-    let deadline_ms = entry
-        .get::<u64>(field::DEADLINE)
-        .ok_or("missing deadline")?;
+    let now = Instant::now();
+    let deadline = match entry.get::<u64>(field::TIMEOUT) {
+        Some(timeout_ms) => clock.deadline(&entry.id, timeout_ms, now),
+        // A caller of the previous release sends only its wall-clock deadline.
+        None => {
+            let deadline_ms = entry.get::<u64>(field::DEADLINE).ok_or("missing timeout")?;
+            now + Duration::from_millis(deadline_ms.saturating_sub(now_ms()))
+        }
+    };
     Ok(RpcRequest {
         id,
         from_instance,
         method,
         payload,
-        deadline_ms,
+        deadline,
         trace: entry.get::<String>(field::TRACE),
     })
 }

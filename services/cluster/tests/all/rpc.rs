@@ -270,6 +270,95 @@ async fn requests_past_their_deadline_are_skipped() {
     serving.stop().await;
 }
 
+/// Adds a request as a caller would: `timeout` (this release) and a wall-clock `deadline`
+/// (all a caller of the previous release sends; a skewed caller's is off by its skew).
+async fn add_raw(
+    server: &lumina_testkit::redis::RedisServer,
+    method: &str,
+    timeout_ms: Option<u64>,
+    deadline_ms: u64,
+) -> String {
+    let id = uuid::Uuid::new_v4().to_string();
+    let mut xadd = redis::cmd("XADD");
+    xadd.arg("lumina:test:rpc:b")
+        .arg("*")
+        .arg("id")
+        .arg(&id)
+        .arg("from")
+        .arg("a")
+        .arg("method")
+        .arg(method)
+        .arg("payload")
+        .arg("null")
+        .arg("deadline")
+        .arg(deadline_ms);
+    if let Some(timeout_ms) = timeout_ms {
+        xadd.arg("timeout").arg(timeout_ms);
+    }
+    let _: String = raw_cmd(server, &xadd).await;
+    id
+}
+
+fn wall_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deadlines_follow_the_redis_clock_whatever_the_callers_wall_clock_says() {
+    let (server, redis) = start().await;
+    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let handler = {
+        let seen = seen.clone();
+        move |request: RpcRequest| {
+            seen.lock().unwrap().push(request.method.clone());
+            async { Ok(json!("done")) }
+        }
+    };
+    let bound = RpcServer::bind(redis.clone(), "b", handler, RpcOptions::default())
+        .await
+        .unwrap();
+    // A caller whose clock is an hour behind: its wall-clock deadline passed long ago.
+    let behind = add_raw(&server, "behind", Some(10_000), wall_ms() - 3_600_000).await;
+    // A caller whose clock is an hour ahead, with 100 ms to wait: the request waits longer.
+    add_raw(&server, "ahead", Some(100), wall_ms() + 3_600_000).await;
+    // A caller of the previous release: only a (correct) wall-clock deadline.
+    let previous = add_raw(&server, "previous-release", None, wall_ms() + 10_000).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    let shutdown = CancellationToken::new();
+    let task = tokio::spawn(bound.run(shutdown.clone()));
+    super::support::eventually(LONG, "requests handled or dropped", || async {
+        let len: u64 = raw_cmd(&server, redis::cmd("XLEN").arg("lumina:test:rpc:b")).await;
+        len == 0
+    })
+    .await;
+    let mut handled = seen.lock().unwrap().clone();
+    handled.sort();
+    assert_eq!(
+        handled,
+        vec!["behind".to_owned(), "previous-release".to_owned()]
+    );
+
+    let replies: Vec<(String, std::collections::HashMap<String, String>)> = raw_cmd(
+        &server,
+        redis::cmd("XRANGE")
+            .arg("lumina:test:reply:a")
+            .arg("-")
+            .arg("+"),
+    )
+    .await;
+    let mut answered: Vec<String> = replies.into_iter().map(|(_, f)| f["id"].clone()).collect();
+    answered.sort();
+    let mut expected = vec![behind, previous];
+    expected.sort();
+    assert_eq!(answered, expected);
+    shutdown.cancel();
+    task.await.unwrap();
+}
+
 async fn pending_count(server: &lumina_testkit::redis::RedisServer) -> u64 {
     let summary: (u64, redis::Value, redis::Value, redis::Value) = raw_cmd(
         server,
