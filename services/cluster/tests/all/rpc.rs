@@ -55,6 +55,24 @@ async fn echo(request: RpcRequest) -> Result<Value, HandlerError> {
     }))
 }
 
+type Seen = Arc<std::sync::Mutex<Vec<String>>>;
+
+/// A handler answering "done" that records the methods it was called with.
+fn recording() -> (
+    Seen,
+    impl Fn(RpcRequest) -> std::future::Ready<Result<Value, HandlerError>> + Send + Sync + 'static,
+) {
+    let seen = Seen::default();
+    let handler = {
+        let seen = seen.clone();
+        move |request: RpcRequest| {
+            seen.lock().unwrap().push(request.method.clone());
+            std::future::ready(Ok(json!("done")))
+        }
+    };
+    (seen, handler)
+}
+
 fn client(redis: &Redis, id: &str) -> RpcClient {
     RpcClient::start(redis.clone(), id, RpcOptions::default()).unwrap()
 }
@@ -250,14 +268,7 @@ async fn requests_past_their_deadline_are_skipped() {
         Err(ClusterError::Timeout)
     );
 
-    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let handler = {
-        let seen = seen.clone();
-        move |request: RpcRequest| {
-            seen.lock().unwrap().push(request.method.clone());
-            async { Ok(json!("done")) }
-        }
-    };
+    let (seen, handler) = recording();
     let serving = serve(&redis, "b", handler, RpcOptions::default()).await;
     assert_eq!(
         a.call("b", "fresh", json!(null), LONG).await.unwrap(),
@@ -309,14 +320,7 @@ fn wall_ms() -> u64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deadlines_follow_the_redis_clock_whatever_the_callers_wall_clock_says() {
     let (server, redis) = start().await;
-    let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
-    let handler = {
-        let seen = seen.clone();
-        move |request: RpcRequest| {
-            seen.lock().unwrap().push(request.method.clone());
-            async { Ok(json!("done")) }
-        }
-    };
+    let (seen, handler) = recording();
     let bound = RpcServer::bind(redis.clone(), "b", handler, RpcOptions::default())
         .await
         .unwrap();
