@@ -1,8 +1,9 @@
 //! `index.sqlite`: derived indexes in numbered generations (write path steps 5–6), and,
 //! attached as `retrieval`, the embedding model's own file `retrieval-<model>.sqlite`.
 //!
-//! Every generation has its own tables (`g<N>_docs`, `g<N>_postings`, `g<N>_fts`,
-//! `g<N>_edges`; with a model `retrieval.g<N>_vectors`). A rebuild fills a new generation
+//! Every generation has its own tables (`g<N>_docs`, `g<N>_fts`, `g<N>_edges`; with a
+//! model `retrieval.g<N>_vectors`). BM25F postings are not stored: the view derives them
+//! from the docs' terms ([`crate::view`]). A rebuild fills a new generation
 //! while queries keep reading the published one, then [`IndexDb::publish`] switches the
 //! `publication` pointer in one transaction and drops the old tables. Per space,
 //! `checkpoints` records the last ledger row (and its chain hash) a generation covers;
@@ -17,9 +18,9 @@ use std::path::Path;
 use rusqlite::{params, Connection, OptionalExtension, Transaction, TransactionBehavior};
 
 use super::db::{from_sql_int, open, to_sql_int, DbResultExt};
-use super::windows::{insert_postings, refresh_windows};
+use super::windows::refresh_windows;
 use lumina_memory::build::LedgerRow;
-use lumina_memory::derive::{derive, edges, FIELD_BODY};
+use lumina_memory::derive::{derive, edges};
 use lumina_memory::embed::codec::{sparse_bytes, Quantized, VectorRow};
 use lumina_memory::{now_ms, Error, LedgerHead, Result};
 
@@ -66,15 +67,6 @@ CREATE TABLE g{g}_docs (
     window_len INTEGER NOT NULL
 );
 CREATE INDEX g{g}_docs_order ON g{g}_docs (space, context, turn_order, event_id);
-CREATE TABLE g{g}_postings (
-    space    TEXT    NOT NULL,
-    term     TEXT    NOT NULL,
-    field    INTEGER NOT NULL,
-    event_id INTEGER NOT NULL,
-    tf       INTEGER NOT NULL,
-    PRIMARY KEY (space, term, field, event_id)
-) WITHOUT ROWID;
-CREATE INDEX g{g}_postings_doc ON g{g}_postings (event_id, field);
 CREATE VIRTUAL TABLE g{g}_fts USING fts5(
     body, window, space UNINDEXED, tokenize = 'porter unicode61 remove_diacritics 2'
 );
@@ -253,6 +245,7 @@ impl IndexDb {
         let g = to_sql_int(generation, "generation")?;
         let vectors = self.vectors;
         let tx = self.begin()?;
+        // `postings`: generations built before postings were derived in the view had one.
         for name in ["docs", "postings", "fts", "edges"] {
             tx.execute_batch(&format!("DROP TABLE IF EXISTS {}", table(generation, name)))
                 .db("drop generation table")?;
@@ -380,7 +373,6 @@ impl IndexDb {
                 ],
             )
             .db("insert doc")?;
-            insert_postings(&tx, g, space, id, FIELD_BODY, &doc.terms)?;
             tx.execute(
                 &format!(
                     "INSERT INTO {} (rowid, body, window, space) VALUES (?1, ?2, '', ?3)",

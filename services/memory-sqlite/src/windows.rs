@@ -1,40 +1,14 @@
-//! The window field of the sparse and full-text indexes: each event's neighbouring turns
-//! (up to `window` on each side within its context). Inserting an event changes the
-//! windows of its neighbours, so every batch recomputes exactly those.
+//! The window field of the full-text index and each doc's window length: each event's
+//! neighbouring turns (up to `window` on each side within its context). Inserting an event
+//! changes the windows of its neighbours, so every batch recomputes exactly those.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 
 use rusqlite::{params, Transaction};
 
 use super::db::DbResultExt;
 use super::index::table;
-use lumina_memory::derive::FIELD_WINDOW;
 use lumina_memory::Result;
-
-pub(super) fn insert_postings(
-    tx: &Transaction<'_>,
-    g: u64,
-    space: &str,
-    id: i64,
-    field: i64,
-    terms: &[String],
-) -> Result<()> {
-    let mut tf: HashMap<&str, i64> = HashMap::new();
-    for t in terms {
-        *tf.entry(t.as_str()).or_default() += 1;
-    }
-    let mut stmt = tx
-        .prepare_cached(&format!(
-            "INSERT INTO {} (space, term, field, event_id, tf) VALUES (?1, ?2, ?3, ?4, ?5)",
-            table(g, "postings")
-        ))
-        .db("prepare postings")?;
-    for (term, n) in tf {
-        stmt.execute(params![space, term, field, id, n])
-            .db("insert posting")?;
-    }
-    Ok(())
-}
 
 /// One doc's neighbours in context order: up to `w` before and after `(turn_order, id)`.
 fn neighbours(
@@ -98,16 +72,6 @@ pub(super) fn refresh_windows(
             .join("\n");
         tx.execute(
             &format!(
-                "DELETE FROM {} WHERE event_id = ?1 AND field = ?2",
-                table(g, "postings")
-            ),
-            params![id, FIELD_WINDOW],
-        )
-        .db("clear window postings")?;
-        let owned: Vec<String> = terms.iter().map(|s| (*s).to_owned()).collect();
-        insert_postings(tx, g, space, *id, FIELD_WINDOW, &owned)?;
-        tx.execute(
-            &format!(
                 "UPDATE {} SET window = ?1 WHERE rowid = ?2",
                 table(g, "fts")
             ),
@@ -119,7 +83,7 @@ pub(super) fn refresh_windows(
                 "UPDATE {} SET window_len = ?1 WHERE event_id = ?2",
                 table(g, "docs")
             ),
-            params![owned.len() as i64, id],
+            params![terms.len() as i64, id],
         )
         .db("update window length")?;
     }
