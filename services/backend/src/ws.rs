@@ -167,5 +167,9 @@ mod tests {
         assert_eq!(id.as_deref(), Some("x"));
         assert_eq!(err.code, ErrorCode::ParseError);
         assert!(parse_frame(r#"{"id":"x","method":"hello"}"#).is_ok());
+        // The same request spelled as an array of its fields is not a frame.
+        let (id, err) = parse_frame(r#"["x","hello",{}]"#).unwrap_err();
+        assert_eq!(id, None);
+        assert_eq!(err.code, ErrorCode::ParseError);
     }
 }
